@@ -1,0 +1,289 @@
+//! The registry of diagnostic codes, and the diagnostics that carry them.
+//!
+//! Every problem nyl reports has a stable snake_case code from [`Code`]. A code is never reused for
+//! another meaning, even after its rule is gone. The doc comment on each code is its reference text.
+
+use std::fmt;
+
+use crate::provenance::{Catalog, Loc};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// What kind of failure a code is, which decides the exit status: problems in the input exit 1,
+/// usage and internal errors exit 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    Input,
+    Usage,
+}
+
+macro_rules! codes {
+    ($( $(#[doc = $doc:literal])+ $variant:ident = $name:literal, $severity:ident, $class:ident; )+) => {
+        /// A stable diagnostic code.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code { $( $(#[doc = $doc])+ $variant, )+ }
+
+        impl Code {
+            /// Every code, in registry order.
+            pub const ALL: &'static [Code] = &[ $( Code::$variant, )+ ];
+
+            /// The code as users see it: `missing_required_import`.
+            pub fn name(self) -> &'static str {
+                match self { $( Code::$variant => $name, )+ }
+            }
+
+            pub fn severity(self) -> Severity {
+                match self { $( Code::$variant => Severity::$severity, )+ }
+            }
+
+            pub fn class(self) -> Class {
+                match self { $( Code::$variant => Class::$class, )+ }
+            }
+
+            /// The reference text of the code (its doc comment).
+            pub fn doc(self) -> &'static str {
+                match self { $( Code::$variant => concat!($($doc, "\n"),+).trim_ascii(), )+ }
+            }
+        }
+    };
+}
+
+codes! {
+    /// A file is not valid YAML (or TOML, for `nyl.toml`). The message carries the parser's own
+    /// explanation and position.
+    YamlSyntax = "yaml_syntax", Error, Input;
+    /// A mapping in a nyl object has the same key twice. Helm would silently keep the last one; nyl
+    /// refuses, because the first one was almost certainly meant to count.
+    DuplicateKey = "duplicate_key", Error, Input;
+    /// A YAML document in an app or target file is not a mapping, or uses a key that is not a
+    /// scalar.
+    InvalidDocument = "invalid_document", Error, Input;
+    /// A YAML document is nested deeper, or expands (through aliases) to more nodes, than the
+    /// limits allow. This stops alias bombs and pathological inputs before they exhaust memory.
+    RepositoryTooComplex = "repository_too_complex", Error, Input;
+    /// A value cannot be handed to Helm: `.inf` and `.nan` have no JSON form.
+    UnsupportedValue = "unsupported_value", Error, Input;
+    /// A nyl object (or `nyl.toml`) has a field its kind does not define. Usually a typo or a field
+    /// at the wrong level.
+    UnknownField = "unknown_field", Error, Input;
+    /// A field has the wrong type or a value its kind does not accept.
+    InvalidField = "invalid_field", Error, Input;
+    /// A required field is absent.
+    MissingField = "missing_field", Error, Input;
+    /// A document's `apiVersion` belongs to nyl but names a version nyl does not know.
+    UnknownApiVersion = "unknown_api_version", Error, Input;
+    /// A document with `apiVersion: k8s.nyl/v1` has a kind nyl does not define.
+    UnknownKind = "unknown_kind", Error, Input;
+    /// A name is not valid for what it names: a Helm release name (`metadata.name` of an
+    /// invocation, lowercase RFC 1123, at most 53 characters), a namespace (RFC 1123 label, at most
+    /// 63), or a component path.
+    InvalidName = "invalid_name", Error, Input;
+    /// Two objects of one kind share one name (two Clusters, two DeploymentTargets, or two
+    /// invocations that would be the same Helm release in the same namespace).
+    DuplicateObject = "duplicate_object", Error, Input;
+    /// No `nyl.toml` was found in the input path or any directory above it.
+    ProjectNotFound = "project_not_found", Error, Input;
+    /// `--target NAME` names neither a DeploymentTarget nor a Cluster.
+    TargetNotFound = "target_not_found", Error, Input;
+    /// A DeploymentTarget's `spec.clusterRef.name` (or its own name, by default) names no Cluster.
+    ClusterNotFound = "cluster_not_found", Error, Input;
+    /// An invocation's kind is neither an alias, a remote chart shortcut, nor a component directory
+    /// (holding `Chart.yaml`) under a components search path.
+    ComponentNotFound = "component_not_found", Error, Input;
+    /// A JSON Pointer in a contract is not valid RFC 6901: empty, not starting with `/`, or with a
+    /// `~` escape other than `~0` and `~1`.
+    InvalidPointer = "invalid_pointer", Error, Input;
+    /// Two value imports of one contract share a name.
+    DuplicateImport = "duplicate_import", Error, Input;
+    /// Two value imports of one contract have destinations that are equal or where one contains the
+    /// other.
+    ImportDestinationOverlap = "import_destination_overlap", Error, Input;
+    /// A required value import's `from` is absent from the target values (or there is no target).
+    /// Setting the destination in `spec` does not satisfy it: render with a target that provides
+    /// the value, or exclude the import.
+    MissingRequiredImport = "missing_required_import", Error, Input;
+    /// The invocation's spec sets a scalar or sequence where an applied import's destination
+    /// descends, so the imported value has nowhere to go.
+    ImportConflict = "import_conflict", Error, Input;
+    /// `valueImports.exclude` names an import that the component's contract does not declare.
+    UnknownImportExclude = "unknown_import_exclude", Error, Input;
+    /// A remote chart shortcut invocation names imports in `valueImports.exclude`; remote charts
+    /// have no contract, so there is nothing to exclude.
+    RemoteImportExclude = "remote_import_exclude", Error, Input;
+    /// A path given on the command line does not exist or cannot be read.
+    PathNotFound = "path_not_found", Error, Usage;
+    /// A file could not be read.
+    IoError = "io_error", Error, Usage;
+    /// The inputs hold no invocation, so there is nothing to show.
+    NoInvocations = "no_invocations", Warning, Input;
+}
+
+/// One problem found in a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    pub loc: Option<Loc>,
+    /// The object concerned, as `Kind/name`.
+    pub object: Option<String>,
+    /// Another place the problem involves (the first definition of a duplicate).
+    pub related: Option<Loc>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            loc: None,
+            object: None,
+            related: None,
+        }
+    }
+
+    pub fn related(mut self, loc: Loc) -> Self {
+        self.related = Some(loc);
+        self
+    }
+
+    pub fn at(mut self, loc: Loc) -> Self {
+        self.loc = Some(loc);
+        self
+    }
+
+    pub fn at_opt(mut self, loc: Option<Loc>) -> Self {
+        self.loc = loc.or(self.loc);
+        self
+    }
+
+    pub fn object(mut self, object: impl Into<String>) -> Self {
+        self.object = Some(object.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// `FILE:LINE: error CODE: MESSAGE (Kind/name)`.
+    pub fn render(&self, catalog: &Catalog) -> String {
+        let mut out = String::new();
+        if let Some(loc) = self.loc {
+            out.push_str(&catalog.loc(loc));
+            out.push_str(": ");
+        }
+        out.push_str(&format!(
+            "{} {}: {}",
+            self.severity,
+            self.code.name(),
+            self.message
+        ));
+        if let Some(related) = self.related {
+            out.push_str(&format!(" (see {})", catalog.loc(related)));
+        }
+        if let Some(object) = &self.object {
+            out.push_str(&format!(" ({object})"));
+        }
+        out
+    }
+}
+
+/// Sorts diagnostics into a stable order (by file, line, code) without losing any.
+pub fn sort(diags: &mut [Diagnostic]) {
+    diags.sort_by(|a, b| (a.loc, a.code, &a.message).cmp(&(b.loc, b.code, &b.message)));
+}
+
+/// The exit status for a run that produced these diagnostics: 0, 1 (input) or 2 (usage).
+pub fn exit_status(diags: &[Diagnostic]) -> u8 {
+    let errors = diags.iter().filter(|d| d.is_error());
+    let mut status = 0;
+    for d in errors {
+        match d.code.class() {
+            Class::Usage => return 2,
+            Class::Input => status = 1,
+        }
+    }
+    status
+}
+
+/// The reference page of all codes, `docs/diagnostics.md`, generated from this registry.
+pub fn reference_markdown() -> String {
+    let mut out = String::from(
+        "# Diagnostic codes\n\n<!-- Generated from src/diagnostics.rs by \
+         `NYL_BLESS=1 cargo test --lib diagnostics`; do not edit. -->\n\n\
+         Every problem nyl reports carries one of these stable codes. A code keeps its meaning \
+         forever; a retired code is never reused. Exit status 1 means problems in the input, 2 a \
+         usage or internal error.\n\n| code | severity | exit | meaning |\n|---|---|---|---|\n",
+    );
+    for code in Code::ALL {
+        let exit = match code.class() {
+            Class::Input => 1,
+            Class::Usage => 2,
+        };
+        let doc = code.doc().split_whitespace().collect::<Vec<_>>().join(" ");
+        out.push_str(&format!(
+            "| `{}` | {} | {exit} | {doc} |\n",
+            code.name(),
+            code.severity()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_page_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/diagnostics.md");
+        let expected = reference_markdown();
+        if std::env::var_os("NYL_BLESS").is_some() {
+            std::fs::write(path, &expected).expect("write docs/diagnostics.md");
+        }
+        let actual = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            actual == expected,
+            "docs/diagnostics.md is stale: run NYL_BLESS=1 cargo test --lib diagnostics"
+        );
+    }
+
+    #[test]
+    fn codes_are_unique_snake_case_and_documented() {
+        let mut seen = std::collections::HashSet::new();
+        for code in Code::ALL {
+            let name = code.name();
+            assert!(seen.insert(name), "duplicate code {name}");
+            assert!(
+                name.chars().all(|c| c.is_ascii_lowercase() || c == '_') && !name.starts_with('_'),
+                "{name} is not snake_case"
+            );
+            assert!(code.doc().len() > 20, "{name} has no reference text");
+        }
+    }
+
+    #[test]
+    fn usage_errors_exit_2_and_input_errors_exit_1() {
+        let input = Diagnostic::new(Code::UnknownField, "x");
+        let usage = Diagnostic::new(Code::PathNotFound, "x");
+        let warning = Diagnostic::new(Code::NoInvocations, "x");
+        assert_eq!(exit_status(&[warning.clone()]), 0);
+        assert_eq!(exit_status(&[warning, input.clone()]), 1);
+        assert_eq!(exit_status(&[input, usage]), 2);
+    }
+}

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    nyl_render::cli::main()
+}

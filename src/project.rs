@@ -1,0 +1,366 @@
+//! The project on disk: finding its root, reading `nyl.toml`, the targets, app files and
+//! component directories. This is the shell's file I/O; everything it reads goes to the core as
+//! data.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use tracing::debug;
+
+use crate::components::{self, Contract};
+use crate::diagnostics::{Code, Diagnostic};
+use crate::objects::{self, Cluster, Config, DeploymentTarget, DocKind, RemoteChart};
+use crate::provenance::{Catalog, FileId, Loc, ObjectRef, Prov};
+use crate::targets;
+use crate::value::{Node, Value};
+use crate::yaml::{self, Limits};
+
+pub const CONFIG_FILE: &str = "nyl.toml";
+pub const CONTRACT_FILE: &str = "nyl-component.yaml";
+
+/// What an invocation's kind resolved to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChartRef {
+    /// A component directory holding `Chart.yaml`; `component` is its path under the search path.
+    Local {
+        component: String,
+        dir: PathBuf,
+    },
+    Remote(RemoteChart),
+}
+
+/// A loaded project: its settings, targets, and the catalog of files and objects read so far.
+pub struct Project {
+    pub root: PathBuf,
+    pub config: Config,
+    pub catalog: Catalog,
+    pub clusters: Vec<Cluster>,
+    pub targets: Vec<DeploymentTarget>,
+    limits: Limits,
+    contracts: HashMap<PathBuf, ContractState>,
+}
+
+/// The nearest directory at or above `start` that holds `nyl.toml`.
+pub fn find_root(start: &Path) -> Result<PathBuf, Diagnostic> {
+    let absolute = fs::canonicalize(start)
+        .map_err(|e| Diagnostic::new(Code::PathNotFound, format!("{}: {e}", start.display())))?;
+    let mut dir = if absolute.is_dir() {
+        absolute.as_path()
+    } else {
+        absolute.parent().unwrap_or(&absolute)
+    };
+    loop {
+        if dir.join(CONFIG_FILE).is_file() {
+            return Ok(dir.to_path_buf());
+        }
+        match dir.parent() {
+            Some(parent) => dir = parent,
+            None => {
+                return Err(Diagnostic::new(
+                    Code::ProjectNotFound,
+                    format!(
+                        "no {CONFIG_FILE} in {} or any directory above it; create one at the \
+                         project root (it may be empty)",
+                        start.display()
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+impl Project {
+    /// Loads `nyl.toml` and every target file. Problems are returned beside the project, which is
+    /// usable (with defaults and the objects that did load) so that a run can report everything.
+    pub fn load(root: PathBuf) -> (Project, Vec<Diagnostic>) {
+        let mut diags = Vec::new();
+        let mut catalog = Catalog::default();
+        let config = load_config(&root, &mut catalog, &mut diags);
+        let mut project = Project {
+            root,
+            config,
+            catalog,
+            clusters: Vec::new(),
+            targets: Vec::new(),
+            limits: Limits::default(),
+            contracts: HashMap::new(),
+        };
+        project.load_targets(&mut diags);
+        diags.extend(targets::check_unique(&project.clusters, &project.targets));
+        (project, diags)
+    }
+
+    /// The path diagnostics show for `path`: relative to the project root.
+    pub fn display_path(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+
+    /// Reads and parses one YAML file, registering it in the catalog.
+    pub fn read_yaml(&mut self, path: &Path) -> (FileId, Vec<Node>, Vec<Diagnostic>) {
+        let file = self.catalog.add_file(self.display_path(path));
+        match fs::read_to_string(path) {
+            Ok(text) => {
+                let parsed = yaml::parse_stream(&text, file, &self.limits);
+                (file, parsed.docs, parsed.diagnostics)
+            }
+            Err(e) => (
+                file,
+                Vec::new(),
+                vec![Diagnostic::new(Code::IoError, format!("cannot read: {e}"))
+                    .at(Loc::new(file, 0))],
+            ),
+        }
+    }
+
+    fn load_targets(&mut self, diags: &mut Vec<Diagnostic>) {
+        for dir in self.config.targets_search_paths.clone() {
+            let dir = self.root.join(dir);
+            if !dir.is_dir() {
+                debug!(dir = %dir.display(), "targets search path does not exist");
+                continue;
+            }
+            let files = walkdir::WalkDir::new(&dir)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_file() && is_yaml(e.path()))
+                .map(walkdir::DirEntry::into_path);
+            for path in files.collect::<Vec<_>>() {
+                let (_, docs, problems) = self.read_yaml(&path);
+                diags.extend(problems);
+                for doc in docs {
+                    self.load_target_doc(&doc, diags);
+                }
+            }
+        }
+    }
+
+    fn load_target_doc(&mut self, doc: &Node, diags: &mut Vec<Diagnostic>) {
+        let kind = match objects::classify(doc) {
+            Ok(kind) => kind,
+            Err(d) => return diags.push(d),
+        };
+        let kind_name = match kind {
+            DocKind::Cluster => "Cluster",
+            DocKind::DeploymentTarget => "DeploymentTarget",
+            DocKind::Invocation | DocKind::Manifest => return,
+        };
+        let object = self.catalog.add_object(ObjectRef {
+            kind: kind_name.to_string(),
+            name: objects::name_of(doc).unwrap_or("?").to_string(),
+            loc: doc.prov.loc,
+        });
+        let result = match kind {
+            DocKind::Cluster => objects::cluster(doc, object).map(|c| self.clusters.push(c)),
+            _ => objects::deployment_target(doc, object).map(|t| self.targets.push(t)),
+        };
+        if let Err(problems) = result {
+            diags.extend(problems);
+        }
+    }
+
+    /// The YAML files of an app path: the file itself, or a directory's `*.yaml`/`*.yml` files
+    /// sorted by name (not recursive).
+    pub fn app_files(&self, path: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
+        let not_found = |e: std::io::Error| {
+            Diagnostic::new(Code::PathNotFound, format!("{}: {e}", path.display()))
+        };
+        if !path.is_dir() {
+            fs::metadata(path).map_err(not_found)?;
+            return Ok(vec![path.to_path_buf()]);
+        }
+        let mut files: Vec<PathBuf> = fs::read_dir(path)
+            .map_err(not_found)?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && is_yaml(p))
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    /// Resolves an invocation kind: alias, remote shortcut, or component path.
+    pub fn resolve_kind(&self, kind: &str, loc: Loc) -> Result<ChartRef, Diagnostic> {
+        let resolved = self
+            .config
+            .aliases
+            .get(kind)
+            .map_or(kind, |(to, _)| to.as_str());
+        if RemoteChart::is_shortcut(resolved) {
+            return RemoteChart::parse(resolved)
+                .map(ChartRef::Remote)
+                .map_err(|why| Diagnostic::new(Code::InvalidName, why).at(loc));
+        }
+        objects::check_component_path(resolved)
+            .map_err(|why| Diagnostic::new(Code::InvalidName, why).at(loc))?;
+        let search = &self.config.components_search_paths;
+        for base in search {
+            let dir = self.root.join(base).join(resolved);
+            if dir.join("Chart.yaml").is_file() {
+                return Ok(ChartRef::Local {
+                    component: resolved.to_string(),
+                    dir,
+                });
+            }
+        }
+        let via = if resolved == kind {
+            String::new()
+        } else {
+            format!(" (alias of {kind})")
+        };
+        Err(Diagnostic::new(
+            Code::ComponentNotFound,
+            format!(
+                "no component {resolved}{via}: no {resolved}/Chart.yaml under {}; check the kind, \
+                 [project] components_search_paths, or [project.aliases] in {CONFIG_FILE}",
+                search.join(", ")
+            ),
+        )
+        .at(loc))
+    }
+
+    /// The contract of a component directory (`None` without `nyl-component.yaml`), read and
+    /// checked once per run. A broken contract's problems are returned the first time it is asked
+    /// for, and an empty list after that, so each problem is reported once.
+    pub fn contract(
+        &mut self,
+        component: &str,
+        dir: &Path,
+    ) -> Result<Option<&Contract>, Vec<Diagnostic>> {
+        if !self.contracts.contains_key(dir) {
+            let (state, problems) = self.read_contract(component, dir);
+            self.contracts.insert(dir.to_path_buf(), state);
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+        }
+        match self.contracts.get(dir) {
+            Some(ContractState::Valid(c)) => Ok(Some(c)),
+            Some(ContractState::Broken) => Err(Vec::new()),
+            Some(ContractState::Absent) | None => Ok(None),
+        }
+    }
+
+    fn read_contract(&mut self, component: &str, dir: &Path) -> (ContractState, Vec<Diagnostic>) {
+        let path = dir.join(CONTRACT_FILE);
+        if !path.is_file() {
+            return (ContractState::Absent, Vec::new());
+        }
+        let (file, docs, problems) = self.read_yaml(&path);
+        if !problems.is_empty() {
+            return (ContractState::Broken, problems);
+        }
+        match components::parse_contract(&docs, component, Loc::new(file, 0)) {
+            Ok(c) => (ContractState::Valid(c), Vec::new()),
+            Err(problems) => (ContractState::Broken, problems),
+        }
+    }
+}
+
+enum ContractState {
+    Absent,
+    Valid(Contract),
+    Broken,
+}
+
+fn is_yaml(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    )
+}
+
+fn load_config(root: &Path, catalog: &mut Catalog, diags: &mut Vec<Diagnostic>) -> Config {
+    let file = catalog.add_file(CONFIG_FILE);
+    let parsed = fs::read_to_string(root.join(CONFIG_FILE))
+        .map_err(|e| {
+            vec![Diagnostic::new(Code::IoError, format!("cannot read: {e}")).at(Loc::new(file, 0))]
+        })
+        .and_then(|text| toml_to_node(&text, file).map_err(|d| vec![d]))
+        .and_then(|node| objects::config(&node));
+    match parsed {
+        Ok(config) => {
+            check_aliases(&config, diags);
+            config
+        }
+        Err(problems) => {
+            diags.extend(problems);
+            Config::default()
+        }
+    }
+}
+
+fn check_aliases(config: &Config, diags: &mut Vec<Diagnostic>) {
+    for (alias, (to, loc)) in &config.aliases {
+        let result = if RemoteChart::is_shortcut(to) {
+            RemoteChart::parse(to).map(drop)
+        } else {
+            objects::check_component_path(to)
+        };
+        if let Err(why) = result {
+            diags.push(
+                Diagnostic::new(Code::InvalidField, format!("alias {alias:?}: {why}"))
+                    .at(*loc)
+                    .object(CONFIG_FILE),
+            );
+        }
+    }
+}
+
+/// Turns TOML into the value tree, with line numbers, so `nyl.toml` is checked by the same strict
+/// shapes as every YAML kind.
+fn toml_to_node(text: &str, file: FileId) -> Result<Node, Diagnostic> {
+    use toml::de::{DeTable, DeValue};
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() as u32 + 1;
+    let table = DeTable::parse(text).map_err(|e| {
+        let line = e.span().map_or(0, |s| line_of(s.start));
+        Diagnostic::new(Code::YamlSyntax, format!("invalid TOML: {}", e.message()))
+            .at(Loc::new(file, line))
+    })?;
+    fn convert(
+        value: &DeValue<'_>,
+        line: u32,
+        file: FileId,
+        line_of: &dyn Fn(usize) -> u32,
+    ) -> Node {
+        let prov = Prov::written(Loc::new(file, line));
+        let value = match value {
+            DeValue::String(s) => Value::String(s.to_string()),
+            DeValue::Boolean(b) => Value::Bool(*b),
+            DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix()).map_or_else(
+                |_| Value::String(i.as_str().to_string()),
+                |n| Value::Number(n.into()),
+            ),
+            DeValue::Float(f) => Value::String(f.as_str().to_string()),
+            DeValue::Datetime(d) => Value::String(d.to_string()),
+            DeValue::Array(items) => Value::Seq(
+                items
+                    .iter()
+                    .map(|v| convert(v.get_ref(), line_of(v.span().start), file, line_of))
+                    .collect(),
+            ),
+            DeValue::Table(table) => Value::Map(
+                table
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.get_ref().to_string(),
+                            convert(v.get_ref(), line_of(k.span().start), file, line_of),
+                        )
+                    })
+                    .collect(),
+            ),
+        };
+        Node::new(value, prov)
+    }
+    Ok(convert(
+        &DeValue::Table(table.into_inner()),
+        1,
+        file,
+        &line_of,
+    ))
+}

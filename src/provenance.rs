@@ -1,0 +1,114 @@
+//! Where a value came from: source files, nyl objects, and the layer a value belongs to.
+//!
+//! Every [`Node`](crate::value::Node) carries a [`Prov`]: a small copyable tag (file, line, layer) that
+//! points into a [`Catalog`], the side table of file paths and objects (the shape Figment uses, with
+//! per-line positions). The merge keeps these tags on every node, so provenance is a property of the
+//! merged tree and not something reconstructed afterwards.
+
+use std::fmt;
+
+/// Index of a source file in a [`Catalog`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(pub u32);
+
+/// Index of a nyl object (Cluster, DeploymentTarget, invocation) in a [`Catalog`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectId(pub u32);
+
+/// A position in a source file. Lines are 1-based; `line == 0` means "unknown line".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Loc {
+    pub file: FileId,
+    pub line: u32,
+}
+
+impl Loc {
+    pub fn new(file: FileId, line: u32) -> Self {
+        Loc { file, line }
+    }
+}
+
+/// The layer of the value pipeline a node belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layer {
+    /// As read from a file, not yet attributed to a layer.
+    Written,
+    /// The `spec.values` of a Cluster or DeploymentTarget.
+    TargetValues { object: ObjectId },
+    /// Imported through value import number `index` of the component's contract; `object` is the
+    /// Cluster or DeploymentTarget whose values held it.
+    Import { index: u32, object: ObjectId },
+    /// The `spec` of an invocation.
+    Spec { object: ObjectId },
+    /// Created by the pipeline to hold an import's destination; `index` is the import.
+    ImportPath { index: u32 },
+}
+
+/// Provenance of one node: where it was written and which layer it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Prov {
+    pub loc: Loc,
+    pub layer: Layer,
+}
+
+impl Prov {
+    pub fn written(loc: Loc) -> Self {
+        Prov {
+            loc,
+            layer: Layer::Written,
+        }
+    }
+}
+
+/// A nyl object as diagnostics and provenance name it: `Cluster/prod-eu-1`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub kind: String,
+    pub name: String,
+    pub loc: Loc,
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.kind, self.name)
+    }
+}
+
+/// The side table that [`FileId`] and [`ObjectId`] index into.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    files: Vec<String>,
+    objects: Vec<ObjectRef>,
+}
+
+impl Catalog {
+    /// Registers a file under the path diagnostics show for it (relative to the project root).
+    pub fn add_file(&mut self, display_path: impl Into<String>) -> FileId {
+        self.files.push(display_path.into());
+        FileId(self.files.len() as u32 - 1)
+    }
+
+    pub fn add_object(&mut self, object: ObjectRef) -> ObjectId {
+        self.objects.push(object);
+        ObjectId(self.objects.len() as u32 - 1)
+    }
+
+    pub fn file(&self, id: FileId) -> &str {
+        self.files
+            .get(id.0 as usize)
+            .map_or("<unknown>", String::as_str)
+    }
+
+    pub fn object(&self, id: ObjectId) -> Option<&ObjectRef> {
+        self.objects.get(id.0 as usize)
+    }
+
+    /// `path:line`, or just `path` when the line is unknown.
+    pub fn loc(&self, loc: Loc) -> String {
+        if loc.line == 0 {
+            self.file(loc.file).to_string()
+        } else {
+            format!("{}:{}", self.file(loc.file), loc.line)
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! What `nyl values` prints: per invocation, the values Helm receives, how each import fared, and
+//! with `--explain` where every leaf came from.
+
+use serde_json::json;
+
+use crate::components::{ImportReport, ImportStatus};
+use crate::provenance::{Catalog, Layer, Loc, Prov};
+use crate::value::Node;
+use crate::yaml;
+
+/// The evaluated values of one invocation.
+#[derive(Clone, Debug)]
+pub struct InvocationValues {
+    /// Where the invocation is written.
+    pub loc: Loc,
+    pub kind: String,
+    /// The resolved chart: a component path, or the remote shortcut.
+    pub chart: String,
+    pub name: String,
+    pub namespace: String,
+    pub target: Option<String>,
+    pub values: Node,
+    pub imports: Vec<ImportReport>,
+}
+
+/// Where a leaf came from, in words: `spec apps/db.yaml:9`,
+/// `import backup from Cluster/prod-eu-1 targets/prod-eu-1.yaml:20`.
+pub fn describe(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> String {
+    let at = catalog.loc(prov.loc);
+    let object = |id| {
+        catalog
+            .object(id)
+            .map_or_else(|| "?".to_string(), |o| o.to_string())
+    };
+    let import = |index: u32| imports.get(index as usize).map_or("?", |i| i.name.as_str());
+    match prov.layer {
+        Layer::Spec { .. } => format!("spec {at}"),
+        Layer::Import { index, object: id } => {
+            format!("import {} from {} {at}", import(index), object(id))
+        }
+        Layer::ImportPath { index } => format!("import {} {at}", import(index)),
+        Layer::TargetValues { object: id } => format!("values of {} {at}", object(id)),
+        Layer::Written => at,
+    }
+}
+
+fn status_text(report: &ImportReport) -> String {
+    let status = match report.status {
+        ImportStatus::Applied => "applied",
+        ImportStatus::Absent => "absent",
+        ImportStatus::Excluded => "excluded",
+        ImportStatus::Disabled => "disabled",
+    };
+    if report.overridden {
+        format!("{} {status}, overridden", report.name)
+    } else {
+        format!("{} {status}", report.name)
+    }
+}
+
+/// Readable multi-document YAML with a comment header per invocation.
+pub fn to_yaml(items: &[InvocationValues], explain: bool, catalog: &Catalog) -> String {
+    let mut out = String::new();
+    for item in items {
+        out.push_str("---\n");
+        out.push_str(&format!(
+            "# {} ({}) in namespace {}",
+            item.name, item.kind, item.namespace
+        ));
+        match &item.target {
+            Some(t) => out.push_str(&format!(", target {t}\n")),
+            None => out.push_str(", no target\n"),
+        }
+        out.push_str(&format!("# source: {}\n", catalog.loc(item.loc)));
+        if item.chart != item.kind {
+            out.push_str(&format!("# chart: {}\n", item.chart));
+        }
+        if !item.imports.is_empty() {
+            let imports: Vec<_> = item.imports.iter().map(status_text).collect();
+            out.push_str(&format!("# imports: {}\n", imports.join("; ")));
+        }
+        let comment = |node: &Node| explain.then(|| describe(node.prov, &item.imports, catalog));
+        out.push_str(&yaml::to_yaml(&item.values, &comment));
+    }
+    out
+}
+
+/// One JSON array; with `explain`, each element has `sources`: pointer -> where the leaf came from.
+pub fn to_json(items: &[InvocationValues], explain: bool, catalog: &Catalog) -> String {
+    let array: Vec<_> = items
+        .iter()
+        .map(|item| {
+            let mut obj = json!({
+                "file": catalog.file(item.loc.file),
+                "line": item.loc.line,
+                "kind": item.kind,
+                "chart": item.chart,
+                "name": item.name,
+                "namespace": item.namespace,
+                "target": item.target,
+                "values": item.values.to_json(),
+                "imports": item.imports,
+            });
+            if explain {
+                let mut sources = serde_json::Map::new();
+                item.values.for_each_leaf(&mut |pointer, node| {
+                    sources.insert(
+                        pointer.to_string(),
+                        source_json(node.prov, &item.imports, catalog),
+                    );
+                });
+                obj["sources"] = sources.into();
+            }
+            obj
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&array).unwrap_or_else(|_| "[]".into());
+    text.push('\n');
+    text
+}
+
+fn source_json(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> serde_json::Value {
+    let object = |id| catalog.object(id).map(|o| o.to_string());
+    let import = |index: u32| imports.get(index as usize).map(|i| i.name.clone());
+    let (layer, import, object) = match prov.layer {
+        Layer::Spec { object: id } => ("spec", None, object(id)),
+        Layer::Import { index, object: id } => ("import", import(index), object(id)),
+        Layer::ImportPath { index } => ("import", import(index), None),
+        Layer::TargetValues { object: id } => ("target_values", None, object(id)),
+        Layer::Written => ("written", None, None),
+    };
+    let mut v =
+        json!({ "layer": layer, "file": catalog.file(prov.loc.file), "line": prov.loc.line });
+    if let Some(import) = import {
+        v["import"] = import.into();
+    }
+    if let Some(object) = object {
+        v["object"] = object.into();
+    }
+    v
+}

@@ -1,0 +1,480 @@
+//! Strict shapes of nyl's file kinds, and the checker that holds a document to them.
+//!
+//! A shape says which fields an object has, their types, which are required, their defaults and
+//! what they mean. The same statics drive the strict check here and the reference documentation,
+//! so the two cannot drift apart. The check reports every problem of a document, not only the
+//! first: unknown fields, wrong types and missing required fields, each with its line.
+//!
+//! For nyl's own fields an explicit null counts as absent (`spec:` with nothing after it); inside
+//! Helm values (`Shape::Values`) null is data and is kept.
+
+use crate::diagnostics::{Code, Diagnostic};
+use crate::value::{Node, Value};
+
+#[derive(Debug)]
+pub enum Shape {
+    /// Any value (inside Helm values).
+    Any,
+    /// A mapping of Helm values.
+    Values,
+    String,
+    Bool,
+    List(&'static Shape),
+    /// A mapping from string keys to values of one shape.
+    MapOf(&'static Shape),
+    Object(&'static [Field]),
+}
+
+#[derive(Debug)]
+pub struct Field {
+    pub name: &'static str,
+    pub shape: &'static Shape,
+    pub required: bool,
+    pub default: Option<&'static str>,
+    pub doc: &'static str,
+}
+
+const fn field(name: &'static str, shape: &'static Shape, doc: &'static str) -> Field {
+    Field {
+        name,
+        shape,
+        required: false,
+        default: None,
+        doc,
+    }
+}
+
+const fn required(name: &'static str, shape: &'static Shape, doc: &'static str) -> Field {
+    Field {
+        required: true,
+        ..field(name, shape, doc)
+    }
+}
+
+const fn defaulted(
+    name: &'static str,
+    shape: &'static Shape,
+    default: &'static str,
+    doc: &'static str,
+) -> Field {
+    Field {
+        default: Some(default),
+        ..field(name, shape, doc)
+    }
+}
+
+const STRINGS: Shape = Shape::List(&Shape::String);
+const STRING_MAP: Shape = Shape::MapOf(&Shape::String);
+
+const API_VERSION: Field = required(
+    "apiVersion",
+    &Shape::String,
+    "The API version of the object.",
+);
+const KIND: Field = required("kind", &Shape::String, "The kind of the object.");
+const LABELS: Field = field(
+    "labels",
+    &STRING_MAP,
+    "Labels, as on any Kubernetes object; nyl does not read them.",
+);
+const ANNOTATIONS: Field = field(
+    "annotations",
+    &STRING_MAP,
+    "Annotations, as on any Kubernetes object; nyl does not read them.",
+);
+
+const TARGET_METADATA: Shape = Shape::Object(&[
+    required(
+        "name",
+        &Shape::String,
+        "The name `--target` and `clusterRef` refer to.",
+    ),
+    LABELS,
+    ANNOTATIONS,
+]);
+
+/// nyl.toml.
+pub const CONFIG: Shape = Shape::Object(&[field(
+    "project",
+    &Shape::Object(&[
+        defaulted(
+            "components_search_paths",
+            &STRINGS,
+            r#"["components"]"#,
+            "Directories, relative to the project root, searched in order for component charts.",
+        ),
+        defaulted(
+            "targets_search_paths",
+            &STRINGS,
+            r#"["targets"]"#,
+            "Directories, relative to the project root, whose YAML files (recursively) hold the \
+             Clusters and DeploymentTargets.",
+        ),
+        field(
+            "aliases",
+            &STRING_MAP,
+            "Maps an invocation kind to a local component path or a remote chart shortcut.",
+        ),
+    ]),
+    "Project settings.",
+)]);
+
+/// `Cluster` (`k8s.nyl/v1`).
+pub const CLUSTER: Shape = Shape::Object(&[
+    API_VERSION,
+    KIND,
+    required("metadata", &TARGET_METADATA, "The Cluster's name."),
+    field(
+        "spec",
+        &Shape::Object(&[
+            field(
+                "values",
+                &Shape::Values,
+                "Values every target on this cluster provides to value imports.",
+            ),
+            field(
+                "kubernetes",
+                &Shape::Object(&[
+                    field(
+                        "kubeVersion",
+                        &Shape::String,
+                        "The cluster's Kubernetes version, for Helm's `.Capabilities.KubeVersion`.",
+                    ),
+                    field(
+                        "apiVersions",
+                        &STRINGS,
+                        "API versions the cluster serves, for Helm's `.Capabilities.APIVersions`.",
+                    ),
+                ]),
+                "Facts about the cluster handed to Helm.",
+            ),
+        ]),
+        "The Cluster's settings.",
+    ),
+]);
+
+/// `DeploymentTarget` (`k8s.nyl/v1`).
+pub const DEPLOYMENT_TARGET: Shape = Shape::Object(&[
+    API_VERSION,
+    KIND,
+    required(
+        "metadata",
+        &TARGET_METADATA,
+        "The target's name, as `--target` names it.",
+    ),
+    field(
+        "spec",
+        &Shape::Object(&[
+            defaulted(
+                "clusterRef",
+                &Shape::Object(&[required("name", &Shape::String, "The Cluster's name.")]),
+                "the target's own name",
+                "The Cluster this target deploys to.",
+            ),
+            field(
+                "values",
+                &Shape::Values,
+                "Values merged over the Cluster's values (the target wins) for value imports.",
+            ),
+            field(
+                "apps",
+                &STRINGS,
+                "Globs, relative to the project root, naming the app files or directories \
+                 deployed to this target.",
+            ),
+        ]),
+        "The target's settings.",
+    ),
+]);
+
+/// A component invocation (`components.k8s.nyl/v1`).
+pub const INVOCATION: Shape = Shape::Object(&[
+    API_VERSION,
+    required(
+        "kind",
+        &Shape::String,
+        "The component: a path under a components search path, an alias, or a remote chart \
+         shortcut `<base>[#<chart>][@<version>]`.",
+    ),
+    required(
+        "metadata",
+        &Shape::Object(&[
+            required("name", &Shape::String, "The Helm release name."),
+            field("namespace", &Shape::String, "The release namespace."),
+            LABELS,
+            ANNOTATIONS,
+        ]),
+        "The release's name and namespace.",
+    ),
+    field(
+        "spec",
+        &Shape::Values,
+        "The invocation's own chart values; they win over imports.",
+    ),
+    field(
+        "valueImports",
+        &Shape::Object(&[
+            defaulted(
+                "enabled",
+                &Shape::Bool,
+                "true",
+                "`false` skips every value import.",
+            ),
+            field(
+                "exclude",
+                &STRINGS,
+                "Names of imports to skip, required ones included. Each must be declared by the \
+                 component.",
+            ),
+        ]),
+        "Which of the component's value imports apply.",
+    ),
+]);
+
+/// `nyl-component.yaml` (`components.nyl/v1alpha1`).
+pub const CONTRACT: Shape = Shape::Object(&[
+    API_VERSION,
+    field(
+        "valueImports",
+        &Shape::List(&Shape::Object(&[
+            required(
+                "name",
+                &Shape::String,
+                "Unique name, used in diagnostics and opt-outs.",
+            ),
+            required(
+                "from",
+                &Shape::String,
+                "JSON Pointer into the effective target values.",
+            ),
+            required("to", &Shape::String, "JSON Pointer into the chart values."),
+            defaulted(
+                "required",
+                &Shape::Bool,
+                "false",
+                "`true` fails the render when `from` is absent.",
+            ),
+        ])),
+        "The target values this component imports, and where they land.",
+    ),
+]);
+
+/// Checks `node` against `shape`, pushing one diagnostic per problem.
+pub fn check(node: &Node, shape: &Shape, object: Option<&str>, out: &mut Vec<Diagnostic>) {
+    let mut checker = Checker { object, out };
+    checker.check(node, shape, &mut String::new());
+}
+
+struct Checker<'a> {
+    object: Option<&'a str>,
+    out: &'a mut Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    fn report(&mut self, code: Code, node: &Node, message: String) {
+        let mut d = Diagnostic::new(code, message).at(node.prov.loc);
+        if let Some(object) = self.object {
+            d = d.object(object);
+        }
+        self.out.push(d);
+    }
+
+    fn check(&mut self, node: &Node, shape: &Shape, path: &mut String) {
+        match (shape, &node.value) {
+            (Shape::Any, _)
+            | (Shape::Values, Value::Map(_))
+            | (Shape::String, Value::String(_))
+            | (Shape::Bool, Value::Bool(_)) => {}
+            (Shape::List(item), Value::Seq(items)) => {
+                for (i, n) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    self.check(n, item, path);
+                    path.truncate(len);
+                }
+            }
+            (Shape::MapOf(value), Value::Map(map)) => {
+                for (key, n) in map {
+                    let len = path.len();
+                    push_key(path, key);
+                    self.check(n, value, path);
+                    path.truncate(len);
+                }
+            }
+            (Shape::Object(fields), Value::Map(map)) => self.check_object(node, fields, map, path),
+            _ => {
+                let hint = match (shape, &node.value) {
+                    (Shape::String, Value::Number(_) | Value::Bool(_)) => {
+                        "; quote it to make it a string"
+                    }
+                    _ => "",
+                };
+                let message = format!(
+                    "{} must be {}, found {}{hint}",
+                    display_path(path),
+                    expected(shape),
+                    node.type_name()
+                );
+                self.report(Code::InvalidField, node, message);
+            }
+        }
+    }
+
+    fn check_object(
+        &mut self,
+        node: &Node,
+        fields: &[Field],
+        map: &crate::value::Map,
+        path: &mut String,
+    ) {
+        for (key, n) in map {
+            let len = path.len();
+            push_key(path, key);
+            match fields.iter().find(|f| f.name == key) {
+                Some(f) if n.is_null() => {
+                    if f.required {
+                        let message = format!("{} is required but null", display_path(path));
+                        self.report(Code::MissingField, n, message);
+                    }
+                }
+                Some(f) => self.check(n, f.shape, path),
+                None => {
+                    let known: Vec<_> = fields.iter().map(|f| f.name).collect();
+                    let message = format!(
+                        "unknown field {} (known fields here: {})",
+                        display_path(path),
+                        known.join(", ")
+                    );
+                    self.report(Code::UnknownField, n, message);
+                }
+            }
+            path.truncate(len);
+        }
+        for f in fields
+            .iter()
+            .filter(|f| f.required && !map.contains_key(f.name))
+        {
+            let len = path.len();
+            push_key(path, f.name);
+            let message = format!("missing required field {}", display_path(path));
+            path.truncate(len);
+            self.report(Code::MissingField, node, message);
+        }
+    }
+}
+
+fn push_key(path: &mut String, key: &str) {
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(key);
+}
+
+fn display_path(path: &str) -> String {
+    if path.is_empty() {
+        "the document".to_string()
+    } else {
+        format!("`{path}`")
+    }
+}
+
+/// How a shape reads in a message or the reference: "a string", "a list of strings".
+pub fn expected(shape: &Shape) -> String {
+    match shape {
+        Shape::Any => "any value".into(),
+        Shape::Values => "a mapping of values".into(),
+        Shape::String => "a string".into(),
+        Shape::Bool => "a boolean".into(),
+        Shape::List(item) => format!("a list of {}", plural(item)),
+        Shape::MapOf(value) => format!("a mapping of {}", plural(value)),
+        Shape::Object(_) => "a mapping".into(),
+    }
+}
+
+fn plural(shape: &Shape) -> String {
+    match shape {
+        Shape::String => "strings".into(),
+        Shape::Bool => "booleans".into(),
+        Shape::Object(_) => "mappings".into(),
+        other => format!("({})", expected(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::FileId;
+    use crate::yaml::{parse_stream, Limits};
+
+    fn problems(text: &str, shape: &Shape) -> Vec<(String, u32, String)> {
+        let node = parse_stream(text, FileId(0), &Limits::default())
+            .docs
+            .remove(0);
+        let mut out = Vec::new();
+        check(&node, shape, None, &mut out);
+        out.into_iter()
+            .map(|d| (d.code.name().to_string(), d.loc.unwrap().line, d.message))
+            .collect()
+    }
+
+    #[test]
+    fn a_valid_invocation_has_no_problems() {
+        let text = "apiVersion: components.k8s.nyl/v1\nkind: a/b\nmetadata: {name: x}\n\
+                    spec: {any: [thing, 1, null]}\nvalueImports: {enabled: false, exclude: [a]}\n";
+        assert_eq!(problems(text, &INVOCATION), []);
+    }
+
+    #[test]
+    fn every_problem_of_a_document_is_reported_with_its_line() {
+        let text = "apiVersion: components.k8s.nyl/v1\nkind: a/b\nmetadata:\n  namespace: 5\n\
+                    spce: {}\nvalueImports:\n  enabled: yes\n  exlude: [a]\n";
+        let found = problems(text, &INVOCATION);
+        let codes: Vec<_> = found.iter().map(|(c, l, _)| (c.as_str(), *l)).collect();
+        assert_eq!(
+            codes,
+            [
+                ("invalid_field", 4),
+                ("missing_field", 3),
+                ("unknown_field", 5),
+                ("unknown_field", 8),
+            ]
+        );
+        assert!(found[0]
+            .2
+            .contains("`metadata.namespace` must be a string, found number; quote it"));
+        assert!(found[1]
+            .2
+            .contains("missing required field `metadata.name`"));
+        assert!(found[3].2.contains("`valueImports.exlude`"));
+        assert!(found[3].2.contains("known fields here: enabled, exclude"));
+    }
+
+    #[test]
+    fn list_items_are_checked_with_their_index() {
+        let text = "apiVersion: components.nyl/v1alpha1\nvalueImports:\n  - name: a\n    from: /a\n    to: 7\n";
+        let found = problems(text, &CONTRACT);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].0.as_str(), found[0].1), ("invalid_field", 5));
+        assert!(found[0]
+            .2
+            .contains("`valueImports[0].to` must be a string, found number"));
+    }
+
+    #[test]
+    fn null_is_absent_for_optional_fields_and_missing_for_required_ones() {
+        let text = "apiVersion: components.k8s.nyl/v1\nkind: a\nmetadata:\n  name: null\nspec:\n";
+        let found = problems(text, &INVOCATION);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, "missing_field");
+    }
+
+    #[test]
+    fn a_values_field_must_be_a_mapping() {
+        let text = "apiVersion: components.k8s.nyl/v1\nkind: a\nmetadata: {name: x}\nspec: [1]\n";
+        let found = problems(text, &INVOCATION);
+        assert_eq!(found[0].0, "invalid_field");
+        assert!(found[0]
+            .2
+            .contains("`spec` must be a mapping of values, found sequence"));
+    }
+}

@@ -1,0 +1,1132 @@
+//! Reading YAML into the value tree the way Helm does: go-yaml v2 (YAML 1.1) resolution of plain
+//! scalars, then the JSON conversion of sigs.k8s.io/yaml (string map keys, no `.inf`/`.nan`).
+//!
+//! The tree is built from parser events with an explicit stack, so nesting depth costs heap, not
+//! call stack. Aliases are deep clones; the node budget is checked before each clone, which stops
+//! alias bombs before they allocate.
+
+use std::collections::HashMap;
+
+use indexmap::IndexMap;
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Tag};
+
+use crate::diagnostics::{Code, Diagnostic};
+use crate::provenance::{FileId, Loc, Prov};
+use crate::value::{Map, Node, Value};
+
+/// How large one document may get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Nodes per document, counting every alias expansion.
+    pub max_nodes: usize,
+    /// Nesting depth, the root being depth 1.
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_nodes: 500_000,
+            max_depth: 256,
+        }
+    }
+}
+
+/// The documents of a stream (empty and null documents left out) and the problems found.
+#[derive(Debug)]
+pub struct Parsed {
+    pub docs: Vec<Node>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What a scalar resolves to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scalar {
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    /// The scalar's text, as is.
+    String,
+    /// `.inf` and `.nan`: floats with no JSON form.
+    NotJson,
+}
+
+/// Resolves an unquoted, untagged scalar as go-yaml v2's `resolve()` does.
+pub fn resolve_plain(s: &str) -> Scalar {
+    if let Some(keyword) = keyword(s) {
+        return keyword;
+    }
+    match s.as_bytes().first() {
+        Some(b'0'..=b'9' | b'+' | b'-') => number(&s.replace('_', "")),
+        Some(b'.') => dot_float(s),
+        _ => Scalar::String,
+    }
+}
+
+fn keyword(s: &str) -> Option<Scalar> {
+    Some(match s {
+        "" | "~" | "null" | "Null" | "NULL" => Scalar::Null,
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            Scalar::Bool(true)
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            Scalar::Bool(false)
+        }
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF"
+        | ".nan" | ".NaN" | ".NAN" => Scalar::NotJson,
+        _ => return None,
+    })
+}
+
+/// The digit-or-sign branch of go-yaml: int, then uint, then float, then the `0b` oddity.
+fn number(plain: &str) -> Scalar {
+    if let Some(i) = go_parse_int(plain) {
+        return Scalar::Number(i.into());
+    }
+    if let Some(u) = go_parse_uint(plain) {
+        return Scalar::Number(u.into());
+    }
+    if let Some(f) = yaml_float(plain) {
+        return f;
+    }
+    // go-yaml retries `0b` with ParseInt(rest, 2), which takes a sign after the prefix.
+    match plain
+        .strip_prefix("0b")
+        .and_then(|rest| signed(rest, |d| digits(d, 2)))
+    {
+        Some(i) => Scalar::Number(i.into()),
+        None => Scalar::String,
+    }
+}
+
+/// go-yaml hands a leading `.` straight to ParseFloat, which allows `_` only between digits.
+fn dot_float(s: &str) -> Scalar {
+    let b = s.as_bytes();
+    let digit_at = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    let underscores_ok = (0..b.len())
+        .filter(|&i| b[i] == b'_')
+        .all(|i| i > 0 && digit_at(i - 1) && digit_at(i + 1));
+    match underscores_ok.then(|| yaml_float(&s.replace('_', ""))) {
+        Some(Some(f)) => f,
+        _ => Scalar::String,
+    }
+}
+
+/// A float matching go-yaml's `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$` that is
+/// finite as f64 (ParseFloat fails on overflow, so those stay strings).
+fn yaml_float(s: &str) -> Option<Scalar> {
+    if !matches_float_syntax(s.as_bytes()) {
+        return None;
+    }
+    let f: f64 = s.parse().ok()?;
+    serde_json::Number::from_f64(f).map(Scalar::Number)
+}
+
+fn matches_float_syntax(b: &[u8]) -> bool {
+    let count = |from: usize| {
+        b.iter()
+            .skip(from)
+            .take_while(|c| c.is_ascii_digit())
+            .count()
+    };
+    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
+    let int_digits = count(i);
+    i += int_digits;
+    if b.get(i) == Some(&b'.') {
+        let frac_digits = count(i + 1);
+        if int_digits + frac_digits == 0 {
+            return false;
+        }
+        i += 1 + frac_digits;
+    } else if int_digits == 0 {
+        return false;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1 + usize::from(matches!(b.get(i + 1), Some(b'+' | b'-')));
+        let exp_digits = count(i);
+        if exp_digits == 0 {
+            return false;
+        }
+        i += exp_digits;
+    }
+    i == b.len()
+}
+
+/// Go's `strconv.ParseInt(s, 0, 64)`.
+fn go_parse_int(s: &str) -> Option<i64> {
+    signed(s, go_parse_uint)
+}
+
+/// An optional sign, then a magnitude parsed by `magnitude`, in i64 range.
+fn signed(s: &str, magnitude: impl Fn(&str) -> Option<u64>) -> Option<i64> {
+    let (negative, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let m = i128::from(magnitude(body)?);
+    i64::try_from(if negative { -m } else { m }).ok()
+}
+
+/// Go's `strconv.ParseUint(s, 0, 64)`: `0x`, `0o`, `0b` prefixes, and a bare leading `0` is octal.
+fn go_parse_uint(s: &str) -> Option<u64> {
+    let prefixed =
+        |p: &[u8]| s.len() >= 3 && s.as_bytes()[0] == b'0' && p.contains(&s.as_bytes()[1]);
+    let (radix, rest) = if prefixed(b"xX") {
+        (16, &s[2..])
+    } else if prefixed(b"oO") {
+        (8, &s[2..])
+    } else if prefixed(b"bB") {
+        (2, &s[2..])
+    } else if s == "0" {
+        return Some(0);
+    } else if let Some(octal) = s.strip_prefix('0') {
+        (8, octal)
+    } else {
+        (10, s)
+    };
+    digits(rest, radix)
+}
+
+/// Unsigned digits of `radix` only (`from_str_radix` alone would also take a `+`).
+fn digits(s: &str, radix: u32) -> Option<u64> {
+    let valid = !s.is_empty() && s.chars().all(|c| c.is_digit(radix));
+    valid.then(|| u64::from_str_radix(s, radix).ok()).flatten()
+}
+
+/// Resolves a scalar event: quoted and block scalars are strings unless a core tag says
+/// otherwise; tags go-yaml does not resolve (`!!binary`, `!custom`, `!`) leave the text a string.
+fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Scalar {
+    match tag {
+        Some(t)
+            if t.is_yaml_core_schema()
+                && ["int", "float", "bool", "null"].contains(&t.suffix.as_str()) =>
+        {
+            resolve_plain(text)
+        }
+        Some(_) => Scalar::String,
+        None if matches!(style, ScalarStyle::Plain) => resolve_plain(text),
+        None => Scalar::String,
+    }
+}
+
+/// The value of a resolved scalar; `None` when it has no JSON form.
+fn scalar_value(scalar: Scalar, text: &str) -> Option<Value> {
+    Some(match scalar {
+        Scalar::Null => Value::Null,
+        Scalar::Bool(b) => Value::Bool(b),
+        Scalar::Number(n) => Value::Number(n),
+        Scalar::String => Value::String(text.to_string()),
+        Scalar::NotJson => return None,
+    })
+}
+
+/// A scalar key as sigs.k8s.io/yaml stringifies it (it maps infinities to `.inf`, not errors).
+fn scalar_key(scalar: Scalar, text: &str) -> String {
+    match scalar {
+        Scalar::NotJson if text.starts_with('-') => "-.inf".into(),
+        Scalar::NotJson if text.eq_ignore_ascii_case(".nan") => ".nan".into(),
+        Scalar::NotJson => ".inf".into(),
+        Scalar::Null => "null".into(),
+        Scalar::Bool(b) => b.to_string(),
+        Scalar::Number(n) => number_key(&n),
+        Scalar::String => text.to_string(),
+    }
+}
+
+/// The key form of an aliased node; `None` for a mapping or sequence.
+fn value_key(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => Some("null".into()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(number_key(n)),
+        Value::String(s) => Some(s.clone()),
+        Value::Seq(_) | Value::Map(_) => None,
+    }
+}
+
+fn number_key(n: &serde_json::Number) -> String {
+    if n.is_f64() {
+        n.as_f64().map_or_else(|| n.to_string(), go_format_float32)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 32)`, which sigs.k8s.io/yaml uses for float keys:
+/// shortest float32 digits, exponent form when the exponent is below -4 or at least 6.
+fn go_format_float32(f: f64) -> String {
+    let f = f as f32;
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.into();
+    }
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if !(-4..6).contains(&exp) {
+        let (first, rest) = digits.split_at(1.min(digits.len()));
+        let dot = if rest.is_empty() { "" } else { "." };
+        let exp_sign = if exp < 0 { '-' } else { '+' };
+        return format!(
+            "{sign}{first}{dot}{rest}e{exp_sign}{:02}",
+            exp.unsigned_abs()
+        );
+    }
+    format!("{sign}{}", place_point(&digits, exp + 1))
+}
+
+/// Digits `d1d2...` with the decimal point after `point` digits (may be outside the digits).
+fn place_point(digits: &str, point: i32) -> String {
+    let n = digits.len() as i32;
+    if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if point >= n {
+        format!("{digits}{}", "0".repeat((point - n) as usize))
+    } else {
+        let (int, frac) = digits.split_at(point as usize);
+        format!("{int}.{frac}")
+    }
+}
+
+/// A finished node with the figures the limits need when it is cloned.
+#[derive(Clone)]
+struct Built {
+    node: Node,
+    /// Nodes in the subtree.
+    size: usize,
+    /// Levels in the subtree (a leaf is 1).
+    height: usize,
+}
+
+/// What a mapping under construction expects next.
+#[derive(Default)]
+enum KeySlot {
+    #[default]
+    Key,
+    Value {
+        key: String,
+        line: u32,
+    },
+    Merge {
+        line: u32,
+    },
+    /// The value of an entry that was rejected.
+    Skip,
+}
+
+struct Member {
+    node: Node,
+    /// The line of the key when the entry was written in this mapping, `None` when merged in.
+    written_at: Option<u32>,
+}
+
+#[derive(Default)]
+struct MapBuild {
+    members: IndexMap<String, Member>,
+    slot: KeySlot,
+}
+
+enum Kind {
+    Seq(Vec<Node>),
+    Map(MapBuild),
+}
+
+/// A sequence or mapping whose end has not been seen yet.
+struct Frame {
+    kind: Kind,
+    line: u32,
+    anchor: usize,
+    size: usize,
+    height: usize,
+}
+
+impl MapBuild {
+    /// Takes the node that follows the current key slot.
+    fn accept(&mut self, node: Node, diags: &mut Vec<Diagnostic>) {
+        match std::mem::take(&mut self.slot) {
+            KeySlot::Key => {
+                let msg = format!("a mapping key must be a scalar, not a {}", node.type_name());
+                diags.push(Diagnostic::new(Code::InvalidDocument, msg).at(node.prov.loc));
+                self.slot = KeySlot::Skip;
+            }
+            KeySlot::Value { key, line } => self.write(key, line, node, diags),
+            KeySlot::Merge { line } => self.merge(node, line, diags),
+            KeySlot::Skip => {}
+        }
+    }
+
+    /// An explicit entry: it replaces a merged one, and a second explicit one is a duplicate.
+    fn write(&mut self, key: String, line: u32, node: Node, diags: &mut Vec<Diagnostic>) {
+        let loc = Loc::new(node.prov.loc.file, line);
+        match self.members.get_mut(&key) {
+            Some(Member {
+                written_at: Some(first),
+                ..
+            }) => {
+                let msg = format!(
+                    "duplicate key {key:?} (first written on line {first}); the first one is kept"
+                );
+                diags.push(Diagnostic::new(Code::DuplicateKey, msg).at(loc));
+            }
+            Some(member) => {
+                *member = Member {
+                    node,
+                    written_at: Some(line),
+                }
+            }
+            None => {
+                self.members.insert(
+                    key,
+                    Member {
+                        node,
+                        written_at: Some(line),
+                    },
+                );
+            }
+        }
+    }
+
+    /// `<<`: a mapping or a list of mappings; nothing already present is replaced, so explicit
+    /// entries win wherever they stand and earlier mappings of the list win over later ones.
+    fn merge(&mut self, node: Node, line: u32, diags: &mut Vec<Diagnostic>) {
+        let loc = Loc::new(node.prov.loc.file, line);
+        let maps: Option<Vec<Map>> = match node.value {
+            Value::Map(map) => Some(vec![map]),
+            Value::Seq(items) => items.into_iter().map(|n| into_map(n.value)).collect(),
+            _ => None,
+        };
+        let Some(maps) = maps else {
+            let msg = "the value of a merge key (<<) must be a mapping or a list of mappings";
+            diags.push(Diagnostic::new(Code::InvalidDocument, msg).at(loc));
+            return;
+        };
+        for (key, node) in maps.into_iter().flatten() {
+            self.members.entry(key).or_insert(Member {
+                node,
+                written_at: None,
+            });
+        }
+    }
+
+    fn finish(self) -> Map {
+        self.members.into_iter().map(|(k, m)| (k, m.node)).collect()
+    }
+}
+
+fn into_map(value: Value) -> Option<Map> {
+    match value {
+        Value::Map(map) => Some(map),
+        _ => None,
+    }
+}
+
+/// Turns parser events into documents, one document at a time.
+struct Builder<'a> {
+    file: FileId,
+    limits: &'a Limits,
+    docs: Vec<Node>,
+    diags: Vec<Diagnostic>,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Built>,
+    root: Option<Node>,
+    /// Nodes created in this document, clones and anchor copies included.
+    count: usize,
+    /// Set once the document broke a limit: its remaining events are ignored.
+    dropped: bool,
+}
+
+impl<'a> Builder<'a> {
+    fn new(file: FileId, limits: &'a Limits) -> Self {
+        Builder {
+            file,
+            limits,
+            docs: Vec::new(),
+            diags: Vec::new(),
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            root: None,
+            count: 0,
+            dropped: false,
+        }
+    }
+
+    /// Handles one event; `Err` stops the whole stream.
+    fn event(&mut self, event: Event, line: u32) -> Result<(), Diagnostic> {
+        match event {
+            Event::DocumentEnd => self.end_document(),
+            _ if self.dropped => {}
+            Event::Scalar(text, style, anchor, tag) => {
+                self.scalar(&text, style, anchor, tag.as_deref(), line)
+            }
+            Event::Alias(id) => self.alias(id, line)?,
+            Event::SequenceStart(anchor, _) => self.open(Kind::Seq(Vec::new()), anchor, line),
+            Event::MappingStart(anchor, _) => {
+                self.open(Kind::Map(MapBuild::default()), anchor, line)
+            }
+            Event::SequenceEnd | Event::MappingEnd => self.close(),
+            Event::StreamStart | Event::StreamEnd | Event::DocumentStart(_) | Event::Nothing => {}
+        }
+        Ok(())
+    }
+
+    /// Keeps the finished document unless it is empty or null, and resets the per-document state.
+    fn end_document(&mut self) {
+        if let Some(root) = self.root.take().filter(|n| !n.is_null()) {
+            self.docs.push(root);
+        }
+        self.stack.clear();
+        self.anchors.clear();
+        self.count = 0;
+        self.dropped = false;
+    }
+
+    fn loc(&self, line: u32) -> Loc {
+        Loc::new(self.file, line)
+    }
+
+    /// The mapping waiting for a key, if that is what the next node is.
+    fn key_slot(&mut self) -> Option<&mut KeySlot> {
+        match self.stack.last_mut().map(|f| &mut f.kind) {
+            Some(Kind::Map(map)) if matches!(map.slot, KeySlot::Key) => Some(&mut map.slot),
+            _ => None,
+        }
+    }
+
+    /// The line a new node is attributed to: its key's line for a mapping value, else its own.
+    fn node_line(&self, own: u32) -> u32 {
+        match self.stack.last().map(|f| &f.kind) {
+            Some(Kind::Map(MapBuild {
+                slot: KeySlot::Value { line, .. } | KeySlot::Merge { line },
+                ..
+            })) => *line,
+            _ => own,
+        }
+    }
+
+    /// Books `nodes` more nodes reaching `height` levels below the current one; on the first
+    /// broken limit the document is dropped with one diagnostic.
+    fn charge(&mut self, nodes: usize, height: usize, line: u32) -> bool {
+        let (max_nodes, max_depth) = (self.limits.max_nodes, self.limits.max_depth);
+        let msg = if self.count.saturating_add(nodes) > max_nodes {
+            format!(
+                "the document expands to more than {max_nodes} nodes (max_nodes, aliases counted)"
+            )
+        } else if self.stack.len().saturating_add(height) > max_depth {
+            format!("the document nests deeper than {max_depth} levels (max_depth)")
+        } else {
+            self.count += nodes;
+            return true;
+        };
+        let diag = Diagnostic::new(Code::RepositoryTooComplex, msg).at(self.loc(line));
+        self.diags.push(diag);
+        self.stack.clear();
+        self.anchors.clear();
+        self.dropped = true;
+        false
+    }
+
+    fn scalar(
+        &mut self,
+        text: &str,
+        style: ScalarStyle,
+        anchor: usize,
+        tag: Option<&Tag>,
+        line: u32,
+    ) {
+        let resolved = resolve_scalar(text, style, tag);
+        if self.key_slot().is_some() {
+            // Only an unquoted, untagged `<<` is a merge key.
+            let merge = text == "<<" && tag.is_none() && matches!(style, ScalarStyle::Plain);
+            return self.key_scalar(text, merge, resolved, anchor, line);
+        }
+        let value = self.leaf_value(resolved, text, line);
+        let node = Node::new(value, Prov::written(self.loc(self.node_line(line))));
+        let built = Built {
+            node,
+            size: 1,
+            height: 1,
+        };
+        if self.charge(1, 1, line) && self.register(anchor, &built, line) {
+            self.deliver(built);
+        }
+    }
+
+    /// The value of a scalar that is not a key; `.inf` and `.nan` are reported and become null.
+    fn leaf_value(&mut self, resolved: Scalar, text: &str, line: u32) -> Value {
+        scalar_value(resolved, text).unwrap_or_else(|| {
+            let msg = format!("{text:?} is a float with no JSON form, which Helm rejects; quote it to make it a string");
+            self.diags.push(Diagnostic::new(Code::UnsupportedValue, msg).at(self.loc(line)));
+            Value::Null
+        })
+    }
+
+    fn key_scalar(&mut self, text: &str, merge: bool, resolved: Scalar, anchor: usize, line: u32) {
+        if anchor > 0 {
+            // An anchored key may be aliased as a value, so it is kept as a node as well (a key
+            // `.inf` is valid, so it becomes null there without a report).
+            let value = scalar_value(resolved.clone(), text).unwrap_or(Value::Null);
+            let node = Node::new(value, Prov::written(self.loc(line)));
+            if !self.register(
+                anchor,
+                &Built {
+                    node,
+                    size: 1,
+                    height: 1,
+                },
+                line,
+            ) {
+                return;
+            }
+        }
+        let next = match merge {
+            true => KeySlot::Merge { line },
+            false => KeySlot::Value {
+                key: scalar_key(resolved, text),
+                line,
+            },
+        };
+        if let Some(slot) = self.key_slot() {
+            *slot = next;
+        }
+    }
+
+    fn alias(&mut self, id: usize, line: u32) -> Result<(), Diagnostic> {
+        // The parser rejects unknown names, so a missing id is an anchor still being built.
+        let Some(target) = self.anchors.get(&id) else {
+            let msg = "an alias refers to the node that contains it";
+            return Err(Diagnostic::new(Code::YamlSyntax, msg).at(self.loc(line)));
+        };
+        let (size, height, key) = (target.size, target.height, value_key(&target.node.value));
+        if self.key_slot().is_some() {
+            self.alias_key(key, line);
+            return Ok(());
+        }
+        if self.charge(size, height, line) {
+            if let Some(target) = self.anchors.get(&id).cloned() {
+                self.deliver(target);
+            }
+        }
+        Ok(())
+    }
+
+    /// An alias used as a key: its scalar's key form, or rejected for a collection.
+    fn alias_key(&mut self, key: Option<String>, line: u32) {
+        let next = match key {
+            Some(key) => KeySlot::Value { key, line },
+            None => {
+                let msg = "a mapping key must be a scalar, not an alias of a collection";
+                self.diags
+                    .push(Diagnostic::new(Code::InvalidDocument, msg).at(self.loc(line)));
+                KeySlot::Skip
+            }
+        };
+        if let Some(slot) = self.key_slot() {
+            *slot = next;
+        }
+    }
+
+    fn open(&mut self, kind: Kind, anchor: usize, line: u32) {
+        if self.charge(1, 1, line) {
+            let line = self.node_line(line);
+            self.stack.push(Frame {
+                kind,
+                line,
+                anchor,
+                size: 1,
+                height: 1,
+            });
+        }
+    }
+
+    fn close(&mut self) {
+        let Some(frame) = self.stack.pop() else {
+            return;
+        };
+        let value = match frame.kind {
+            Kind::Seq(items) => Value::Seq(items),
+            Kind::Map(map) => Value::Map(map.finish()),
+        };
+        let node = Node::new(value, Prov::written(self.loc(frame.line)));
+        let built = Built {
+            node,
+            size: frame.size,
+            height: frame.height,
+        };
+        if self.register(frame.anchor, &built, frame.line) {
+            self.deliver(built);
+        }
+    }
+
+    /// Keeps a copy of an anchored node for its aliases; the copy counts against the budget.
+    fn register(&mut self, anchor: usize, built: &Built, line: u32) -> bool {
+        if anchor == 0 {
+            return true;
+        }
+        if !self.charge(built.size, 0, line) {
+            return false;
+        }
+        self.anchors.insert(anchor, built.clone());
+        true
+    }
+
+    fn deliver(&mut self, built: Built) {
+        let Some(frame) = self.stack.last_mut() else {
+            self.root = Some(built.node);
+            return;
+        };
+        frame.size += built.size;
+        frame.height = frame.height.max(built.height + 1);
+        match &mut frame.kind {
+            Kind::Seq(items) => items.push(built.node),
+            Kind::Map(map) => map.accept(built.node, &mut self.diags),
+        }
+    }
+}
+
+fn line_of(line: usize) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
+/// The parser's own error. Its flow-nesting cap is a complexity limit, not bad syntax.
+fn scan_error(e: &ScanError, file: FileId) -> Diagnostic {
+    let code = match e.info() {
+        "recursion limit exceeded" => Code::RepositoryTooComplex,
+        _ => Code::YamlSyntax,
+    };
+    Diagnostic::new(code, e.info()).at(Loc::new(file, line_of(e.marker().line())))
+}
+
+/// Parses every document of a YAML stream. A syntax error stops the stream and returns no
+/// documents; other problems are reported and parsing goes on.
+pub fn parse_stream(text: &str, file: FileId, limits: &Limits) -> Parsed {
+    let mut builder = Builder::new(file, limits);
+    let mut parser = Parser::new_from_str(text);
+    while let Some(next) = parser.next_event() {
+        let step = match next {
+            Ok((event, span)) => builder.event(event, line_of(span.start.line())),
+            Err(e) => Err(scan_error(&e, file)),
+        };
+        if let Err(diag) = step {
+            builder.diags.push(diag);
+            return Parsed {
+                docs: Vec::new(),
+                diagnostics: builder.diags,
+            };
+        }
+    }
+    Parsed {
+        docs: builder.docs,
+        diagnostics: builder.diags,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(text: &str) -> Parsed {
+        parse_stream(text, FileId(0), &Limits::default())
+    }
+
+    /// The only document of `text`, as JSON, asserting that nothing was reported.
+    fn doc(text: &str) -> serde_json::Value {
+        let parsed = parse(text);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        assert_eq!(parsed.docs.len(), 1, "{text:?}");
+        parsed.docs[0].to_json()
+    }
+
+    fn codes(parsed: &Parsed) -> Vec<Code> {
+        parsed.diagnostics.iter().map(|d| d.code).collect()
+    }
+
+    fn line_of_diag(parsed: &Parsed, i: usize) -> u32 {
+        parsed.diagnostics[i].loc.map_or(0, |l| l.line)
+    }
+
+    fn int(i: i64) -> Scalar {
+        Scalar::Number(i.into())
+    }
+
+    fn float(f: f64) -> Scalar {
+        Scalar::Number(serde_json::Number::from_f64(f).unwrap())
+    }
+
+    #[test]
+    fn plain_scalars_resolve_like_go_yaml_v2() {
+        let t = Scalar::Bool(true);
+        let f = Scalar::Bool(false);
+        let table: &[(&str, Scalar)] = &[
+            ("", Scalar::Null),
+            ("~", Scalar::Null),
+            ("null", Scalar::Null),
+            ("Null", Scalar::Null),
+            ("NULL", Scalar::Null),
+            ("nULL", Scalar::String),
+            ("y", t.clone()),
+            ("Y", t.clone()),
+            ("yes", t.clone()),
+            ("Yes", t.clone()),
+            ("YES", t.clone()),
+            ("true", t.clone()),
+            ("True", t.clone()),
+            ("TRUE", t.clone()),
+            ("on", t.clone()),
+            ("On", t.clone()),
+            ("ON", t.clone()),
+            ("n", f.clone()),
+            ("N", f.clone()),
+            ("no", f.clone()),
+            ("No", f.clone()),
+            ("NO", f.clone()),
+            ("false", f.clone()),
+            ("False", f.clone()),
+            ("FALSE", f.clone()),
+            ("off", f.clone()),
+            ("Off", f.clone()),
+            ("OFF", f.clone()),
+            ("yEs", Scalar::String),
+            ("oN", Scalar::String),
+            (".inf", Scalar::NotJson),
+            (".Inf", Scalar::NotJson),
+            ("+.INF", Scalar::NotJson),
+            ("-.inf", Scalar::NotJson),
+            ("-.Inf", Scalar::NotJson),
+            (".nan", Scalar::NotJson),
+            (".NaN", Scalar::NotJson),
+            (".NAN", Scalar::NotJson),
+            ("+.nan", Scalar::String),
+            ("inf", Scalar::String),
+            ("0", int(0)),
+            ("-0", int(0)),
+            ("42", int(42)),
+            ("+1", int(1)),
+            ("-17", int(-17)),
+            ("010", int(8)),
+            ("0_10", int(8)),
+            ("0x1F", int(31)),
+            ("0X1f", int(31)),
+            ("-0x10", int(-16)),
+            ("0o17", int(15)),
+            ("0O17", int(15)),
+            ("0b101", int(5)),
+            ("0B101", int(5)),
+            ("-0b101", int(-5)),
+            ("0b-101", int(-5)),
+            ("1_000", int(1000)),
+            ("9223372036854775807", int(i64::MAX)),
+            ("-9223372036854775808", int(i64::MIN)),
+            (
+                "12345678901234567890",
+                Scalar::Number(12_345_678_901_234_567_890u64.into()),
+            ),
+            ("99999999999999999999", float(1e20)),
+            ("-99999999999999999999", float(-1e20)),
+            ("08", float(8.0)),
+            ("1.5", float(1.5)),
+            ("-1.5", float(-1.5)),
+            ("1e3", float(1000.0)),
+            ("1E-2", float(0.01)),
+            ("+1.5e+3", float(1500.0)),
+            (".5", float(0.5)),
+            ("-.5", float(-0.5)),
+            (".5_0", float(0.5)),
+            ("._5", Scalar::String),
+            ("1.", float(1.0)),
+            ("1_0.5", float(10.5)),
+            ("1e999", Scalar::String),
+            ("0x", Scalar::String),
+            ("0xG", Scalar::String),
+            ("0b2", Scalar::String),
+            ("1.2.3", Scalar::String),
+            ("1e", Scalar::String),
+            (".", Scalar::String),
+            ("-", Scalar::String),
+            ("+", Scalar::String),
+            ("2001-12-14", Scalar::String),
+            ("2001-12-14T21:59:43.10-05:00", Scalar::String),
+            ("1:20", Scalar::String),
+            ("7d", Scalar::String),
+            ("20Gi", Scalar::String),
+            ("<<", Scalar::String),
+            ("hello", Scalar::String),
+        ];
+        for (text, want) in table {
+            assert_eq!(&resolve_plain(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn quoted_block_and_tagged_scalars() {
+        let v = doc(concat!(
+            "a: \"Yes\"\nb: '010'\nc: |\n  10\nd: >-\n  true\n",
+            "e: !!str 10\nf: !!int '10'\ng: !!bool \"on\"\nh: !!null ''\ni: !!float 1\n",
+            "j: !custom 10\nk: ! true\nl: !!binary aGk=\nm: !!str\n",
+        ));
+        let want = json!({
+            "a": "Yes", "b": "010", "c": "10\n", "d": "true",
+            "e": "10", "f": 10, "g": true, "h": null, "i": 1,
+            "j": "10", "k": "true", "l": "aGk=", "m": "",
+        });
+        assert_eq!(v, want);
+    }
+
+    #[test]
+    fn infinity_and_nan_are_reported_and_become_null() {
+        let parsed = parse("a: 1\nb: .inf\nc: [-.Inf, .nan]\nd: '.inf'\n");
+        assert_eq!(codes(&parsed), [Code::UnsupportedValue; 3]);
+        assert_eq!(line_of_diag(&parsed, 0), 2);
+        assert!(parsed.diagnostics[0].message.contains(".inf"));
+        let want = json!({"a": 1, "b": null, "c": [null, null], "d": ".inf"});
+        assert_eq!(parsed.docs[0].to_json(), want);
+    }
+
+    #[test]
+    fn keys_are_stringified_like_sigs_k8s_io_yaml() {
+        let v = doc(concat!(
+            "010: octal\n0x10: hex\ntrue: bool\nno: bool2\n~: null\n1.5: f\n1.0: g\n1e3: h\n",
+            "1e20: i\n0.00001: j\n0.0001: k\n1234567.0: l\n3.14159265358979: m\n",
+            ".inf: n\n-.inf: o\n.NaN: p\n'010': q\n12345678901234567890: r\n2001-12-14: s\n",
+        ));
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let want = [
+            "8",
+            "16",
+            "true",
+            "false",
+            "null",
+            "1.5",
+            "1",
+            "1000",
+            "1e+20",
+            "1e-05",
+            "0.0001",
+            "1.234567e+06",
+            "3.1415927",
+            ".inf",
+            "-.inf",
+            ".nan",
+            "010",
+            "12345678901234567890",
+            "2001-12-14",
+        ];
+        assert_eq!(keys, want);
+    }
+
+    #[test]
+    fn collection_keys_are_invalid_and_their_entries_skipped() {
+        let parsed = parse("? [a, b]\n: 1\nb: 2\n{c: d}: 3\nbase: &m {x: 1}\n*m : 4\ne: 5\n");
+        assert_eq!(codes(&parsed), [Code::InvalidDocument; 3]);
+        let lines: Vec<u32> = (0..3).map(|i| line_of_diag(&parsed, i)).collect();
+        assert_eq!(lines, [1, 4, 6]);
+        let want = json!({"b": 2, "base": {"x": 1}, "e": 5});
+        assert_eq!(parsed.docs[0].to_json(), want);
+    }
+
+    #[test]
+    fn a_duplicate_key_is_reported_and_the_first_value_kept() {
+        let parsed = parse("a: 1\nb:\n  x: 1\n  z: 2\n  x: 3\na: 4\n");
+        assert_eq!(codes(&parsed), [Code::DuplicateKey, Code::DuplicateKey]);
+        assert_eq!(line_of_diag(&parsed, 0), 5);
+        assert!(parsed.diagnostics[0].message.contains("\"x\""));
+        assert!(parsed.diagnostics[0].message.contains("line 3"));
+        assert_eq!(line_of_diag(&parsed, 1), 6);
+        assert!(parsed.diagnostics[1].message.contains("line 1"));
+        assert_eq!(
+            parsed.docs[0].to_json(),
+            json!({"a": 1, "b": {"x": 1, "z": 2}})
+        );
+        // Keys that stringify alike are duplicates too, as they are after JSON conversion.
+        assert_eq!(codes(&parse("010: a\n8: b\n")), [Code::DuplicateKey]);
+    }
+
+    #[test]
+    fn explicit_keys_win_over_merged_ones_wherever_the_merge_stands() {
+        let text = "base: &b {a: 1, b: 2, c: 3}\nm:\n  a: 10\n  <<: *b\n  c: 30\n";
+        let v = doc(text);
+        assert_eq!(v["m"], json!({"a": 10, "b": 2, "c": 30}));
+        let keys: Vec<&String> = v["m"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn in_a_merge_list_earlier_mappings_win() {
+        let text = "x: &x {a: 1, b: 1}\ny: &y {b: 2, c: 2}\nm:\n  <<: [*x, *y, {d: 4, c: 4}]\n";
+        assert_eq!(doc(text)["m"], json!({"a": 1, "b": 1, "c": 2, "d": 4}));
+    }
+
+    #[test]
+    fn merged_entries_keep_the_lines_they_were_written_on() {
+        let parsed = parse("base: &b\n  a: 1\n  b: 2\nm:\n  <<: *b\n  b: 3\n");
+        let m = parsed.docs[0].get("m").unwrap();
+        assert_eq!(m.get("a").unwrap().prov.loc.line, 2);
+        assert_eq!(m.get("b").unwrap().prov.loc.line, 6);
+    }
+
+    #[test]
+    fn a_merge_of_something_other_than_mappings_is_invalid() {
+        for (text, line) in [
+            ("s: &s x\nm:\n  <<: *s\n  a: 1\n", 3),
+            ("m:\n  <<: [{a: 1}, 2]\n  a: 1\n", 2),
+        ] {
+            let parsed = parse(text);
+            assert_eq!(codes(&parsed), [Code::InvalidDocument], "{text}");
+            assert_eq!(line_of_diag(&parsed, 0), line);
+            assert_eq!(parsed.docs[0].to_json()["m"], json!({"a": 1}));
+        }
+    }
+
+    #[test]
+    fn only_a_plain_untagged_double_angle_key_merges() {
+        let v = doc("b: &b {a: 1}\nq:\n  '<<': *b\nt:\n  !!str <<: *b\n");
+        assert_eq!(v["q"], json!({"<<": {"a": 1}}));
+        assert_eq!(v["t"], json!({"<<": {"a": 1}}));
+    }
+
+    #[test]
+    fn an_alias_is_a_deep_copy_with_the_anchors_provenance() {
+        let parsed = parse("a: &x\n  k: [1, {z: 2}]\nb: *x\nc: &s text\nd: *s\n");
+        let v = parsed.docs[0].to_json();
+        assert_eq!(v["b"], v["a"]);
+        assert_eq!(v["d"], json!("text"));
+        let b = parsed.docs[0].get("b").unwrap();
+        assert_eq!(b.prov.loc.line, 1);
+        assert_eq!(b.get("k").unwrap().prov.loc.line, 2);
+    }
+
+    #[test]
+    fn unknown_and_self_containing_aliases_are_syntax_errors() {
+        for (text, line) in [("a: 1\n---\nb: *nope\n", 3), ("a: &x [1, *x]\n", 1)] {
+            let parsed = parse(text);
+            assert_eq!(codes(&parsed), [Code::YamlSyntax], "{text}");
+            assert_eq!(line_of_diag(&parsed, 0), line, "{text}");
+            assert!(parsed.docs.is_empty());
+        }
+    }
+
+    fn alias_bomb(levels: usize, width: usize) -> String {
+        let mut text = format!("l0: &l0 [{}]\n", vec!["\"lol\""; width].join(", "));
+        for i in 1..levels {
+            let refs = vec![format!("*l{}", i - 1); width].join(", ");
+            text.push_str(&format!("l{i}: &l{i} [{refs}]\n"));
+        }
+        text
+    }
+
+    #[test]
+    fn an_alias_bomb_is_stopped_quickly() {
+        let start = Instant::now();
+        let parsed = parse(&format!("{}---\nok: 1\n", alias_bomb(10, 10)));
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            start.elapsed()
+        );
+        assert_eq!(codes(&parsed), [Code::RepositoryTooComplex]);
+        assert!(parsed.diagnostics[0].message.contains("500000"));
+        assert_eq!(
+            parsed.docs.len(),
+            1,
+            "the bomb is dropped, the next document kept"
+        );
+        assert_eq!(parsed.docs[0].to_json(), json!({"ok": 1}));
+    }
+
+    #[test]
+    fn aliases_count_against_the_node_budget() {
+        // Three levels of ten: about 2,500 nodes with the anchors' copies; four: about 25,000.
+        let limits = Limits {
+            max_nodes: 3000,
+            ..Limits::default()
+        };
+        let small = parse_stream(&alias_bomb(3, 10), FileId(0), &limits);
+        assert!(small.diagnostics.is_empty(), "{:?}", small.diagnostics);
+        let big = parse_stream(&alias_bomb(4, 10), FileId(0), &limits);
+        assert_eq!(codes(&big), [Code::RepositoryTooComplex]);
+        assert!(big.docs.is_empty());
+    }
+
+    #[test]
+    fn deep_nesting_is_too_complex_and_does_not_crash() {
+        let block = format!("{}x\n", "- ".repeat(100_000));
+        let flow = "[".repeat(100_000);
+        for text in [block, flow] {
+            let parsed = parse(&text);
+            assert_eq!(codes(&parsed), [Code::RepositoryTooComplex]);
+            assert!(parsed.docs.is_empty());
+        }
+        let parsed = parse(&format!("{}x\n", "- ".repeat(256)));
+        assert!(parsed.diagnostics[0].message.contains("256"));
+    }
+
+    #[test]
+    fn nesting_up_to_the_depth_limit_is_accepted() {
+        let limits = Limits {
+            max_depth: 4,
+            ..Limits::default()
+        };
+        let ok = parse_stream("a:\n  b:\n    c: 1\n", FileId(0), &limits);
+        assert!(ok.diagnostics.is_empty(), "{:?}", ok.diagnostics);
+        let deep = parse_stream("a:\n  b:\n    c: [1]\n", FileId(0), &limits);
+        assert_eq!(codes(&deep), [Code::RepositoryTooComplex]);
+        assert!(deep.diagnostics[0].message.contains('4'));
+        // An alias brings its depth with it.
+        let aliased = parse_stream("x: &x [[1]]\ny:\n  z: *x\n", FileId(0), &limits);
+        assert_eq!(codes(&aliased), [Code::RepositoryTooComplex]);
+    }
+
+    #[test]
+    fn values_get_their_keys_line_and_items_and_roots_their_own() {
+        let text = "\n# c\nkey:\n  a: 1\nlist:\n  - x\n  -\n    z: 2\n---\n\n- 1\n";
+        let parsed = parse(text);
+        assert!(parsed.diagnostics.is_empty());
+        let [first, second] = &parsed.docs[..] else {
+            panic!("{:?}", parsed.docs)
+        };
+        let line = |n: &Node| n.prov.loc.line;
+        assert_eq!(line(first), 3);
+        assert_eq!(line(first.get("key").unwrap()), 3);
+        assert_eq!(line(first.get("key").unwrap().get("a").unwrap()), 4);
+        let list = first.get("list").unwrap();
+        assert_eq!(line(list), 5);
+        let items = list.as_seq().unwrap();
+        assert_eq!((line(&items[0]), line(&items[1])), (6, 8));
+        assert_eq!(line(items[1].get("z").unwrap()), 8);
+        assert_eq!(line(second), 11);
+        assert_eq!(line(&second.as_seq().unwrap()[0]), 11);
+        assert_eq!(first.prov, Prov::written(Loc::new(FileId(0), 3)));
+    }
+
+    #[test]
+    fn empty_and_null_documents_are_skipped() {
+        let parsed = parse("---\n---\n# only a comment\n---\n~\n---\nnull\n...\n---\na: 1\n---\n");
+        assert!(parsed.diagnostics.is_empty());
+        assert_eq!(parsed.docs.len(), 1);
+        assert_eq!(parsed.docs[0].to_json(), json!({"a": 1}));
+        assert_eq!(parsed.docs[0].prov.loc.line, 10);
+        assert!(parse("").docs.is_empty());
+    }
+
+    #[test]
+    fn a_syntax_error_stops_the_stream_at_its_line() {
+        let parsed = parse("ok: 1\n---\na:\n  b: 1\n c: 2\n");
+        assert_eq!(codes(&parsed), [Code::YamlSyntax]);
+        assert_eq!(line_of_diag(&parsed, 0), 5);
+        assert!(parsed.diagnostics[0]
+            .message
+            .contains("did not find expected key"));
+        assert!(parsed.docs.is_empty());
+        let parsed = parse("a: b: c\n");
+        assert_eq!(codes(&parsed), [Code::YamlSyntax]);
+        assert_eq!(line_of_diag(&parsed, 0), 1);
+    }
+}

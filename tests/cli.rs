@@ -1,0 +1,174 @@
+//! CLI tests: whole runs of the `nyl` binary over the fixture repositories in `tests/fixtures/`.
+//!
+//! Each `tests/cases/NAME.case` names a fixture repository, the arguments (and optional
+//! environment), and below a `==> status` line the expected exit status, stdout and stderr.
+//! Regenerate the expectations after an intended change with
+//! `NYL_BLESS=1 cargo test --test cli`, then review the diff.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const SEPARATOR: &str = "==> status\n";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Case {
+    header: String,
+    repo: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+fn parse_case(text: &str) -> Case {
+    let header = text.split(SEPARATOR).next().unwrap_or_default().to_string();
+    let mut repo = None;
+    let mut args = Vec::new();
+    let mut env = Vec::new();
+    for line in header
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let (key, value) = line
+            .split_once(':')
+            .expect("case header lines are `key: value`");
+        let value = value.trim();
+        match key {
+            "repo" => repo = Some(root().join("tests/fixtures").join(value)),
+            "args" => args = value.split_whitespace().map(str::to_string).collect(),
+            "env" => {
+                let (k, v) = value.split_once('=').expect("env: KEY=VALUE");
+                env.push((k.to_string(), v.to_string()));
+            }
+            other => panic!("unknown case header key {other:?}"),
+        }
+    }
+    Case {
+        header,
+        repo: repo.expect("case needs `repo:`"),
+        args,
+        env,
+    }
+}
+
+/// Runs `nyl` in `dir` with a clean environment (no inherited RUST_LOG, Argo CD or nyl variables).
+pub fn nyl(dir: &Path, args: &[String], env: &[(String, String)]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nyl"));
+    cmd.current_dir(dir).args(args).env_clear();
+    if let Ok(path) = std::env::var("PATH") {
+        cmd.env("PATH", path);
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    let out = cmd.output().expect("run nyl");
+    let text = |b: Vec<u8>| {
+        String::from_utf8(b)
+            .expect("utf-8 output")
+            .replace(&dir.display().to_string(), "$REPO")
+    };
+    (
+        out.status.code().unwrap_or(-1),
+        text(out.stdout),
+        text(out.stderr),
+    )
+}
+
+fn render(status: i32, stdout: &str, stderr: &str) -> String {
+    format!("{SEPARATOR}{status}\n==> stdout\n{stdout}==> stderr\n{stderr}")
+}
+
+fn run_case(name: &str) {
+    let path = root().join("tests/cases").join(format!("{name}.case"));
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let case = parse_case(&text);
+    let (status, stdout, stderr) = nyl(&case.repo, &case.args, &case.env);
+    let actual = format!("{}{}", case.header, render(status, &stdout, &stderr));
+    if std::env::var_os("NYL_BLESS").is_some() {
+        fs::write(&path, &actual).expect("bless");
+        return;
+    }
+    if actual != text {
+        panic!(
+            "case {name} differs (NYL_BLESS=1 cargo test --test cli to accept)\n--- expected\n{text}\n--- actual\n{actual}"
+        );
+    }
+}
+
+macro_rules! cases {
+    ($($name:ident),+ $(,)?) => {
+        $( #[test] fn $name() { run_case(stringify!($name)); } )+
+        const CASES: &[&str] = &[$(stringify!($name)),+];
+    };
+}
+
+cases! {
+    bad_config,
+    bad_toml,
+    broken_targets,
+    errors_alias_bomb,
+    errors_cluster_not_found,
+    errors_conflict,
+    errors_contracts,
+    errors_duplicate_key_and_inf,
+    errors_duplicate_release,
+    errors_excludes,
+    errors_kinds,
+    errors_not_utf8,
+    errors_path_not_found,
+    errors_path_outside_project,
+    errors_required_missing,
+    errors_schema,
+    errors_target_not_found,
+    errors_unknown_output,
+    errors_unused_broken_contract,
+    errors_yaml_syntax,
+    imports_alias,
+    imports_cluster_alone,
+    imports_copied_component,
+    imports_directory_order,
+    imports_disabled,
+    imports_empty_dir,
+    imports_empty_map,
+    imports_escaped_pointers,
+    imports_falsy,
+    imports_namespace_argocd,
+    imports_namespace_flag,
+    imports_no_contract,
+    imports_null,
+    imports_payments_target,
+    imports_present_falsy_target_values,
+    imports_remote,
+    imports_several_paths,
+    imports_staging_optional_absent,
+    imports_yaml11,
+    no_project,
+    seed_db,
+    seed_debug_log,
+    seed_explain,
+    seed_explain_json,
+    seed_json,
+    seed_scratch_db,
+    seed_without_target,
+}
+
+#[test]
+fn every_case_file_is_listed() {
+    let mut files: Vec<String> = fs::read_dir(root().join("tests/cases"))
+        .unwrap()
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_suffix(".case")
+                .map(str::to_string)
+        })
+        .collect();
+    files.sort();
+    let mut listed: Vec<String> = CASES.iter().map(|s| s.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        files, listed,
+        "tests/cases/*.case and the cases! list differ"
+    );
+}
