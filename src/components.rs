@@ -54,12 +54,14 @@ pub fn parse_contract(
     let object = format!("component {component}");
     let doc = match docs {
         [doc] => doc,
-        [] => return Err(vec![Diagnostic::new(
+        [] => {
+            return Err(vec![Diagnostic::new(
             Code::MissingField,
             "nyl-component.yaml is empty; it needs at least `apiVersion: components.nyl/v1alpha1`",
         )
         .at(file_loc)
-        .object(object)]),
+        .object(object)])
+        }
         [_, second, ..] => {
             return Err(vec![Diagnostic::new(
                 Code::InvalidDocument,

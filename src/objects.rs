@@ -391,6 +391,20 @@ pub struct RemoteChart {
     pub version: Option<String>,
 }
 
+impl std::fmt::Display for RemoteChart {
+    /// The shortcut as written: `<base>[#<chart>][@<version>]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.repository)?;
+        if let Some(chart) = &self.chart {
+            write!(f, "#{chart}")?;
+        }
+        if let Some(version) = &self.version {
+            write!(f, "@{version}")?;
+        }
+        Ok(())
+    }
+}
+
 impl RemoteChart {
     pub fn is_shortcut(kind: &str) -> bool {
         ["oci://", "http://", "https://"]

@@ -53,7 +53,16 @@ pub fn values(req: &Request) -> Outcome {
             }
         }
     };
-    let (project, mut diags) = Project::load(root);
+    let (project, mut diags) = match Project::load(root) {
+        Ok(loaded) => loaded,
+        Err((catalog, diagnostics)) => {
+            return Outcome {
+                catalog,
+                diagnostics,
+                ..Outcome::default()
+            }
+        }
+    };
     let target = match req.target.as_deref() {
         None => Ok(None),
         Some(name) => targets::select(name, &project.clusters, &project.targets).map(Some),
@@ -121,7 +130,12 @@ impl Run<'_> {
         for file in files {
             let file = std::fs::canonicalize(&file).unwrap_or(file);
             let (_, docs, problems) = self.project.read_yaml(&file);
-            self.diags.extend(problems);
+            if !problems.is_empty() {
+                // The documents of a file that did not read cleanly are not evaluated: their
+                // errors would only be consequences.
+                self.diags.extend(problems);
+                continue;
+            }
             for doc in docs {
                 if let Err(problems) = self.document(&doc) {
                     self.diags.extend(problems);
@@ -152,8 +166,8 @@ impl Run<'_> {
             return Ok(());
         }
         let (chart_text, evaluation) = match &chart {
-            ChartRef::Remote(_) => (
-                inv.kind.clone(),
+            ChartRef::Remote(remote) => (
+                remote.to_string(),
                 components::evaluate(&inv, Chart::Remote, self.target),
             ),
             ChartRef::Local { component, dir } => {

@@ -73,10 +73,14 @@ pub fn find_root(start: &Path) -> Result<PathBuf, Diagnostic> {
 impl Project {
     /// Loads `nyl.toml` and every target file. Problems are returned beside the project, which is
     /// usable (with defaults and the objects that did load) so that a run can report everything.
-    pub fn load(root: PathBuf) -> (Project, Vec<Diagnostic>) {
-        let mut diags = Vec::new();
+    pub fn load(root: PathBuf) -> Result<(Project, Vec<Diagnostic>), (Catalog, Vec<Diagnostic>)> {
         let mut catalog = Catalog::default();
-        let config = load_config(&root, &mut catalog, &mut diags);
+        // Everything else depends on nyl.toml (search paths, aliases): a broken one stops the run
+        // rather than producing errors that are only its consequences.
+        let config = match load_config(&root, &mut catalog) {
+            Ok(config) => config,
+            Err(problems) => return Err((catalog, problems)),
+        };
         let mut project = Project {
             root,
             config,
@@ -86,9 +90,10 @@ impl Project {
             limits: Limits::default(),
             contracts: HashMap::new(),
         };
+        let mut diags = Vec::new();
         project.load_targets(&mut diags);
         diags.extend(targets::check_unique(&project.clusters, &project.targets));
-        (project, diags)
+        Ok((project, diags))
     }
 
     /// The path diagnostics show for `path`: relative to the project root.
@@ -107,12 +112,7 @@ impl Project {
                 let parsed = yaml::parse_stream(&text, file, &self.limits);
                 (file, parsed.docs, parsed.diagnostics)
             }
-            Err(e) => (
-                file,
-                Vec::new(),
-                vec![Diagnostic::new(Code::IoError, format!("cannot read: {e}"))
-                    .at(Loc::new(file, 0))],
-            ),
+            Err(e) => (file, Vec::new(), vec![read_error(&e, file)]),
         }
     }
 
@@ -274,27 +274,31 @@ fn is_yaml(path: &Path) -> bool {
     )
 }
 
-fn load_config(root: &Path, catalog: &mut Catalog, diags: &mut Vec<Diagnostic>) -> Config {
+fn load_config(root: &Path, catalog: &mut Catalog) -> Result<Config, Vec<Diagnostic>> {
     let file = catalog.add_file(CONFIG_FILE);
-    let parsed = fs::read_to_string(root.join(CONFIG_FILE))
-        .map_err(|e| {
-            vec![Diagnostic::new(Code::IoError, format!("cannot read: {e}")).at(Loc::new(file, 0))]
-        })
-        .and_then(|text| toml_to_node(&text, file).map_err(|d| vec![d]))
-        .and_then(|node| objects::config(&node));
-    match parsed {
-        Ok(config) => {
-            check_aliases(&config, diags);
-            config
-        }
-        Err(problems) => {
-            diags.extend(problems);
-            Config::default()
-        }
+    let text =
+        fs::read_to_string(root.join(CONFIG_FILE)).map_err(|e| vec![read_error(&e, file)])?;
+    let config = objects::config(&toml_to_node(&text, file).map_err(|d| vec![d])?)?;
+    let problems = alias_problems(&config);
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(problems)
     }
 }
 
-fn check_aliases(config: &Config, diags: &mut Vec<Diagnostic>) {
+/// A file that cannot be read: not UTF-8 is a problem of the input, anything else of the machine.
+fn read_error(e: &std::io::Error, file: FileId) -> Diagnostic {
+    let d = if e.kind() == std::io::ErrorKind::InvalidData {
+        Diagnostic::new(Code::YamlSyntax, "the file is not valid UTF-8")
+    } else {
+        Diagnostic::new(Code::IoError, format!("cannot read: {e}"))
+    };
+    d.at(Loc::new(file, 0))
+}
+
+fn alias_problems(config: &Config) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
     for (alias, (to, loc)) in &config.aliases {
         let result = if RemoteChart::is_shortcut(to) {
             RemoteChart::parse(to).map(drop)
@@ -302,13 +306,14 @@ fn check_aliases(config: &Config, diags: &mut Vec<Diagnostic>) {
             objects::check_component_path(to)
         };
         if let Err(why) = result {
-            diags.push(
+            out.push(
                 Diagnostic::new(Code::InvalidField, format!("alias {alias:?}: {why}"))
                     .at(*loc)
                     .object(CONFIG_FILE),
             );
         }
     }
+    out
 }
 
 /// Turns TOML into the value tree, with line numbers, so `nyl.toml` is checked by the same strict

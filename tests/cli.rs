@@ -103,6 +103,7 @@ macro_rules! cases {
 }
 
 cases! {
+    bad_aliases,
     bad_config,
     bad_toml,
     broken_targets,

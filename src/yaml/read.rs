@@ -303,6 +303,16 @@ struct Built {
     height: usize,
 }
 
+impl Built {
+    fn leaf(node: Node) -> Self {
+        Built {
+            node,
+            size: 1,
+            height: 1,
+        }
+    }
+}
+
 /// What a mapping under construction expects next.
 #[derive(Default)]
 enum KeySlot {
@@ -546,11 +556,7 @@ impl<'a> Builder<'a> {
         }
         let value = self.leaf_value(resolved, text, line);
         let node = Node::new(value, Prov::written(self.loc(self.node_line(line))));
-        let built = Built {
-            node,
-            size: 1,
-            height: 1,
-        };
+        let built = Built::leaf(node);
         if self.charge(1, 1, line) && self.register(anchor, &built, line) {
             self.deliver(built);
         }
@@ -559,8 +565,11 @@ impl<'a> Builder<'a> {
     /// The value of a scalar that is not a key; `.inf` and `.nan` are reported and become null.
     fn leaf_value(&mut self, resolved: Scalar, text: &str, line: u32) -> Value {
         scalar_value(resolved, text).unwrap_or_else(|| {
-            let msg = format!("{text:?} is a float with no JSON form, which Helm rejects; quote it to make it a string");
-            self.diags.push(Diagnostic::new(Code::UnsupportedValue, msg).at(self.loc(line)));
+            let msg = format!(
+                "{text:?} is a float with no JSON form, so Helm rejects it; quote it for a string"
+            );
+            self.diags
+                .push(Diagnostic::new(Code::UnsupportedValue, msg).at(self.loc(line)));
             Value::Null
         })
     }
@@ -571,24 +580,17 @@ impl<'a> Builder<'a> {
             // `.inf` is valid, so it becomes null there without a report).
             let value = scalar_value(resolved.clone(), text).unwrap_or(Value::Null);
             let node = Node::new(value, Prov::written(self.loc(line)));
-            if !self.register(
-                anchor,
-                &Built {
-                    node,
-                    size: 1,
-                    height: 1,
-                },
-                line,
-            ) {
+            if !self.register(anchor, &Built::leaf(node), line) {
                 return;
             }
         }
-        let next = match merge {
-            true => KeySlot::Merge { line },
-            false => KeySlot::Value {
+        let next = if merge {
+            KeySlot::Merge { line }
+        } else {
+            KeySlot::Value {
                 key: scalar_key(resolved, text),
                 line,
-            },
+            }
         };
         if let Some(slot) = self.key_slot() {
             *slot = next;
@@ -692,13 +694,17 @@ fn line_of(line: usize) -> u32 {
     u32::try_from(line).unwrap_or(u32::MAX)
 }
 
-/// The parser's own error. Its flow-nesting cap is a complexity limit, not bad syntax.
+/// The parser's own error. Its cap on nested flow collections is a complexity limit, not bad
+/// syntax.
 fn scan_error(e: &ScanError, file: FileId) -> Diagnostic {
-    let code = match e.info() {
-        "recursion limit exceeded" => Code::RepositoryTooComplex,
-        _ => Code::YamlSyntax,
+    let diag = match e.info() {
+        "recursion limit exceeded" => Diagnostic::new(
+            Code::RepositoryTooComplex,
+            "the document nests more than 255 flow collections ([ ] or { }), the parser's limit",
+        ),
+        info => Diagnostic::new(Code::YamlSyntax, info),
     };
-    Diagnostic::new(code, e.info()).at(Loc::new(file, line_of(e.marker().line())))
+    diag.at(Loc::new(file, line_of(e.marker().line())))
 }
 
 /// Parses every document of a YAML stream. A syntax error stops the stream and returns no
@@ -1004,6 +1010,15 @@ mod tests {
     }
 
     #[test]
+    fn an_anchored_key_can_be_aliased_as_a_key_or_a_value() {
+        let v = doc("&k 010: a\nb: *k\nm: {*k : c}\nx: &n ~\n*n : d\n");
+        assert_eq!(
+            v,
+            json!({"8": "a", "b": 8, "m": {"8": "c"}, "x": null, "null": "d"})
+        );
+    }
+
+    #[test]
     fn unknown_and_self_containing_aliases_are_syntax_errors() {
         for (text, line) in [("a: 1\n---\nb: *nope\n", 3), ("a: &x [1, *x]\n", 1)] {
             let parsed = parse(text);
@@ -1114,6 +1129,65 @@ mod tests {
         assert_eq!(parsed.docs[0].to_json(), json!({"a": 1}));
         assert_eq!(parsed.docs[0].prov.loc.line, 10);
         assert!(parse("").docs.is_empty());
+    }
+
+    #[test]
+    fn arbitrary_input_never_panics() {
+        const PIECES: &[&str] = &[
+            "a",
+            ":",
+            ": ",
+            "- ",
+            "\n",
+            "  ",
+            "\t",
+            "[",
+            "]",
+            "{",
+            "}",
+            ",",
+            "&a ",
+            "*a",
+            "&b ",
+            "*b",
+            "<<: ",
+            "? ",
+            "!!str ",
+            "!x ",
+            "|",
+            ">-",
+            "'",
+            "\"",
+            "#",
+            "---\n",
+            "...\n",
+            ".inf",
+            "0x1",
+            "%YAML 1.1\n",
+            "\u{feff}",
+            "é",
+            "\r",
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let limits = Limits {
+            max_nodes: 2_000,
+            max_depth: 16,
+        };
+        for _ in 0..3000 {
+            let text: String = (0..next(40)).map(|_| PIECES[next(PIECES.len())]).collect();
+            let parsed = parse_stream(&text, FileId(0), &limits);
+            let syntax = parsed
+                .diagnostics
+                .iter()
+                .any(|d| d.code == Code::YamlSyntax);
+            assert!(!syntax || parsed.docs.is_empty(), "{text:?}");
+        }
     }
 
     #[test]

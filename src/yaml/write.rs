@@ -537,7 +537,7 @@ backup:
         let comment = |n: &Node| {
             matches!(n.value, Value::Bool(_) | Value::String(_)).then(|| "c: # d\ne".into())
         };
-        for _ in 0..300_000 {
+        for _ in 0..3000 {
             let v = gen_value(&mut rng, 0);
             if v.is_null() {
                 continue; // a null document is skipped on reading
