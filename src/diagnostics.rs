@@ -282,7 +282,7 @@ mod tests {
         let input = Diagnostic::new(Code::UnknownField, "x");
         let usage = Diagnostic::new(Code::PathNotFound, "x");
         let warning = Diagnostic::new(Code::NoInvocations, "x");
-        assert_eq!(exit_status(&[warning.clone()]), 0);
+        assert_eq!(exit_status(std::slice::from_ref(&warning)), 0);
         assert_eq!(exit_status(&[warning, input.clone()]), 1);
         assert_eq!(exit_status(&[input, usage]), 2);
     }

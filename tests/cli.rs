@@ -173,3 +173,114 @@ fn every_case_file_is_listed() {
         "tests/cases/*.case and the cases! list differ"
     );
 }
+
+fn args(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+/// The "Helm receives" block of the value-imports specification, verbatim.
+const SEED_HELM_RECEIVES: &str = "\
+scheduling:
+  nodeSelector:
+    scheduling.example.com/pool: compute
+  tolerations:
+    - key: scheduling.example.com/pool
+      operator: Equal
+      value: compute
+      effect: NoSchedule
+storage:
+  storageClass: local-path-retain
+  size: 20Gi
+backup:
+  destinationPath: s3://example-backups/postgresql
+  retentionPolicy: 7d
+";
+
+#[test]
+fn seed_example_prints_exactly_the_helm_receives_block() {
+    let repo = root().join("tests/fixtures/seed");
+    let (status, stdout, stderr) = nyl(&repo, &args("values --target prod-eu-1 apps/db.yaml"), &[]);
+    assert_eq!((status, stderr.as_str()), (0, ""));
+    let body: String = stdout
+        .lines()
+        .filter(|l| !l.starts_with('#') && *l != "---")
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(body, SEED_HELM_RECEIVES);
+}
+
+/// Changing retentionPolicy in the Cluster values changes every invocation rendered for its
+/// targets, except the one that sets its own.
+#[test]
+fn a_cluster_value_change_reaches_every_invocation_that_does_not_set_it() {
+    let tmp = tempdir("cluster-change");
+    copy_dir(&root().join("tests/fixtures/seed"), &tmp);
+    let run = || {
+        let (status, stdout, stderr) =
+            nyl(&tmp, &args("values --target prod-eu-1 -o json apps"), &[]);
+        assert_eq!(status, 0, "{stderr}");
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["values"].clone())
+            .collect::<Vec<_>>()
+    };
+    let before = run();
+    let path = tmp.join("targets/prod-eu-1.yaml");
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replace("retentionPolicy: 30d", "retentionPolicy: 60d");
+    fs::write(&path, text).unwrap();
+    // Give scratch-db the backup import back, so the change has somewhere to go.
+    let scratch = tmp.join("apps/scratch-db.yaml");
+    let text = fs::read_to_string(&scratch)
+        .unwrap()
+        .replace("exclude: [backup]", "exclude: []");
+    fs::write(&scratch, text).unwrap();
+    let after = run();
+    assert_eq!(before[0], after[0], "app-db sets its own retentionPolicy");
+    assert_eq!(after[0]["backup"]["retentionPolicy"], "7d");
+    assert_eq!(after[1]["backup"]["retentionPolicy"], "60d");
+    fs::remove_dir_all(&tmp).ok();
+}
+
+/// Every code of the registry is shown by at least one CLI case, except those only a broken
+/// machine can provoke.
+#[test]
+fn every_diagnostic_code_is_exercised_by_a_case() {
+    let all: String = CASES
+        .iter()
+        .map(|c| fs::read_to_string(root().join("tests/cases").join(format!("{c}.case"))).unwrap())
+        .collect();
+    let unreachable_here = ["io_error"];
+    for code in nyl_render::diagnostics::Code::ALL {
+        let name = code.name();
+        if unreachable_here.contains(&name) {
+            continue;
+        }
+        let shown =
+            all.contains(&format!("error {name}:")) || all.contains(&format!("warning {name}:"));
+        assert!(shown, "no case shows {name}");
+    }
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nyl-test-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

@@ -373,6 +373,10 @@ impl MapBuild {
     /// An explicit entry: it replaces a merged one, and a second explicit one is a duplicate.
     fn write(&mut self, key: String, line: u32, node: Node, diags: &mut Vec<Diagnostic>) {
         let loc = Loc::new(node.prov.loc.file, line);
+        let member = Member {
+            node,
+            written_at: Some(line),
+        };
         match self.members.get_mut(&key) {
             Some(Member {
                 written_at: Some(first),
@@ -383,20 +387,9 @@ impl MapBuild {
                 );
                 diags.push(Diagnostic::new(Code::DuplicateKey, msg).at(loc));
             }
-            Some(member) => {
-                *member = Member {
-                    node,
-                    written_at: Some(line),
-                }
-            }
+            Some(merged) => *merged = member,
             None => {
-                self.members.insert(
-                    key,
-                    Member {
-                        node,
-                        written_at: Some(line),
-                    },
-                );
+                self.members.insert(key, member);
             }
         }
     }
@@ -566,7 +559,7 @@ impl<'a> Builder<'a> {
     fn leaf_value(&mut self, resolved: Scalar, text: &str, line: u32) -> Value {
         scalar_value(resolved, text).unwrap_or_else(|| {
             let msg = format!(
-                "{text:?} is a float with no JSON form, so Helm rejects it; quote it for a string"
+                "{text:?} is a float with no JSON form, which Helm rejects; quote it to make it a string"
             );
             self.diags
                 .push(Diagnostic::new(Code::UnsupportedValue, msg).at(self.loc(line)));

@@ -18,11 +18,7 @@ pub fn to_yaml(node: &Node, comment: &dyn Fn(&Node) -> Option<String>) -> String
     match &node.value {
         Value::Map(map) if !map.is_empty() => w.map(map, 0, false),
         Value::Seq(items) if !items.is_empty() => w.seq(items, 0, false),
-        _ => {
-            w.out.push_str(&inline_scalar(&node.value));
-            w.comment(node);
-            w.out.push('\n');
-        }
+        _ => w.one_line_leaf(node),
     }
     w.out
 }
@@ -99,19 +95,16 @@ impl Writer<'_> {
     /// content is indented two more than `indent`).
     fn leaf(&mut self, node: &Node, indent: usize) {
         self.out.push(' ');
-        let Value::String(s) = &node.value else {
-            self.out.push_str(&inline_scalar(&node.value));
-            self.comment(node);
-            self.out.push('\n');
-            return;
-        };
-        if !suits_literal_block(s) {
-            self.out.push_str(&quoted_if_needed(s));
-            self.comment(node);
-            self.out.push('\n');
-            return;
+        match &node.value {
+            Value::String(s) if suits_literal_block(s) => self.literal_block(s, node, indent + 2),
+            _ => self.one_line_leaf(node),
         }
-        self.literal_block(s, node, indent + 2);
+    }
+
+    fn one_line_leaf(&mut self, node: &Node) {
+        self.out.push_str(&inline_scalar(&node.value));
+        self.comment(node);
+        self.out.push('\n');
     }
 
     /// `|`, `|-` or `|+` (clip, strip or keep the final line breaks) and the content lines.
