@@ -284,3 +284,19 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The example project the README's demo uses stays valid, for both of its targets.
+#[test]
+fn example_project_evaluates_for_each_target() {
+    let repo = root().join("examples/platform");
+    let (status, stdout, stderr) = nyl(&repo, &args("values --target prod-eu-1 -o json apps"), &[]);
+    assert_eq!(status, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v[0]["values"]["backup"]["retentionPolicy"], "7d");
+    let (status, stdout, stderr) = nyl(&repo, &args("values --target payments -o json apps/payments"), &[]);
+    assert_eq!(status, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v[0]["chart"], "example/v1/PostgresDb");
+    assert_eq!(v[0]["values"]["backup"]["retentionPolicy"], "90d", "the DeploymentTarget wins");
+    assert_eq!(v[0]["values"]["storage"]["size"], "100Gi");
+}
