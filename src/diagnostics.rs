@@ -123,6 +123,27 @@ codes! {
     /// A remote chart shortcut invocation names imports in `valueImports.exclude`; remote charts
     /// have no contract, so there is nothing to exclude.
     RemoteImportExclude = "remote_import_exclude", Error, Input;
+    /// No `helm` binary was found: set `NYL_HELM` to its path or put it on `PATH`.
+    HelmNotFound = "helm_not_found", Error, Usage;
+    /// The `helm` binary is older than Helm 3.8, or its version cannot be read.
+    HelmVersionUnsupported = "helm_version_unsupported", Error, Usage;
+    /// `helm template` failed for a release. The message carries Helm's own explanation (a
+    /// template error, a `values.schema.json` violation, a chart that cannot be fetched).
+    HelmFailed = "helm_failed", Error, Input;
+    /// The render produced no Kubernetes object. With auto-sync and prune, Argo CD would delete
+    /// every resource of the app, so an empty result is refused unless `--allow-empty` (or the
+    /// `allow-empty` plugin parameter) says it is intended.
+    EmptyRender = "empty_render", Error, Input;
+    /// Chart output kept containing invocations deeper than the nesting limit (10).
+    RenderDepthExceeded = "render_depth_exceeded", Error, Input;
+    /// A chart's output invokes, directly or through other charts, the same release again.
+    RenderCycle = "render_cycle", Error, Input;
+    /// A path resolves outside the project root (through `..` or a symbolic link). nyl reads
+    /// nothing outside the project, as Argo CD's repository sandbox demands.
+    PathOutsideProject = "path_outside_project", Error, Input;
+    /// An Argo CD plugin input is malformed: `ARGOCD_APP_PARAMETERS` is not the JSON Argo CD
+    /// sends, or a parameter has the wrong type or an unknown name.
+    InvalidParameters = "invalid_parameters", Error, Input;
     /// A path given on the command line does not exist or cannot be read.
     PathNotFound = "path_not_found", Error, Usage;
     /// A file could not be read.

@@ -23,6 +23,7 @@ const NYL_GROUPS: &[&str] = &["k8s.nyl", "components.k8s.nyl", "components.nyl"]
 pub enum DocKind {
     Cluster,
     DeploymentTarget,
+    HelmChart,
     Invocation,
     /// Anything that is not nyl's: passed through to the output as it is.
     Manifest,
@@ -44,10 +45,11 @@ pub fn classify(doc: &Node) -> Result<DocKind, Diagnostic> {
     match (api, kind) {
         (TARGETS_API, Some("Cluster")) => Ok(DocKind::Cluster),
         (TARGETS_API, Some("DeploymentTarget")) => Ok(DocKind::DeploymentTarget),
+        (TARGETS_API, Some("HelmChart")) => Ok(DocKind::HelmChart),
         (TARGETS_API, kind) => Err(Diagnostic::new(
             Code::UnknownKind,
             format!(
-                "{TARGETS_API} has no kind {}; it defines Cluster and DeploymentTarget",
+                "{TARGETS_API} has no kind {}; it defines Cluster, DeploymentTarget and HelmChart",
                 kind.map_or("(none)".to_string(), |k| format!("{k:?}"))
             ),
         )
@@ -220,20 +222,7 @@ pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagno
     check_shape(doc, &schema::INVOCATION, Some(&display))?;
     let mut problems = Vec::new();
     let name = checked_name(doc, &display, NameRule::Release).map_err(|e| problems.extend(e));
-    let metadata = doc.field("metadata");
-    let namespace = metadata.and_then(|m| m.field("namespace"));
-    if let Some(ns) = namespace {
-        if let Err(why) = check_name(ns.as_str().unwrap_or_default(), NameRule::Namespace) {
-            problems.push(
-                Diagnostic::new(
-                    Code::InvalidName,
-                    format!("namespace {:?} {why}", ns.as_str().unwrap_or_default()),
-                )
-                .at(ns.prov.loc)
-                .object(&display),
-            );
-        }
-    }
+    let namespace = checked_namespace(doc, &display, &mut problems);
     let imports = doc.field("valueImports");
     let (Ok(name), true) = (name, problems.is_empty()) else {
         return Err(problems);
@@ -243,7 +232,7 @@ pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagno
         kind: kind.to_string(),
         kind_loc: kind_node.map_or(doc.prov.loc, |n| n.prov.loc),
         name,
-        namespace: namespace.and_then(Node::as_str).map(str::to_string),
+        namespace,
         object,
         loc: doc.prov.loc,
         spec: values(doc.field("spec"), doc.prov.loc, Layer::Spec { object }),
@@ -253,6 +242,94 @@ pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagno
             .unwrap_or(true),
         exclude: strings(imports.and_then(|i| i.field("exclude"))),
     })
+}
+
+/// Where a HelmChart's chart comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChartSource {
+    /// A chart directory, relative to the file the HelmChart is written in.
+    Path(String),
+    Remote(RemoteChart),
+}
+
+/// A `HelmChart` resource: a chart rendered as it is, with its own values and no contract.
+#[derive(Clone, Debug)]
+pub struct HelmChart {
+    pub name: String,
+    pub namespace: Option<String>,
+    pub object: ObjectId,
+    pub loc: Loc,
+    pub chart: ChartSource,
+    /// The chart values, tagged as [`Layer::Spec`].
+    pub values: Node,
+    pub include_crds: bool,
+}
+
+/// Decodes a HelmChart; the caller has registered it as `object`.
+pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnostic>> {
+    let display = format!("HelmChart/{}", name_of(doc).unwrap_or("?"));
+    check_shape(doc, &schema::HELM_CHART, Some(&display))?;
+    let mut problems = Vec::new();
+    let name = checked_name(doc, &display, NameRule::Release).map_err(|e| problems.extend(e));
+    let namespace = checked_namespace(doc, &display, &mut problems);
+    let spec = doc.field("spec");
+    let chart_node = spec.and_then(|s| s.field("chart"));
+    let text = |key: &str| chart_node.and_then(|c| c.field(key)).and_then(Node::as_str);
+    let chart = match (text("path"), text("repository"), text("name")) {
+        (Some(path), None, None) => Ok(ChartSource::Path(path.to_string())),
+        (None, Some(repository), Some(chart)) if RemoteChart::is_shortcut(repository) => {
+            Ok(ChartSource::Remote(RemoteChart {
+                repository: repository.trim_end_matches('/').to_string(),
+                chart: Some(chart.to_string()),
+                version: text("version").map(str::to_string),
+            }))
+        }
+        (None, Some(repository), Some(_)) => Err(format!(
+            "`spec.chart.repository` {repository:?} must start with oci://, http:// or https://"
+        )),
+        _ => Err("`spec.chart` needs either `path`, or `repository` and `name`".to_string()),
+    };
+    let chart = chart.map_err(|why| {
+        let loc = chart_node.map_or(doc.prov.loc, |n| n.prov.loc);
+        problems.push(
+            Diagnostic::new(Code::InvalidField, why)
+                .at(loc)
+                .object(&display),
+        );
+    });
+    let (Ok(name), Ok(chart), true) = (name, chart, problems.is_empty()) else {
+        return Err(problems);
+    };
+    Ok(HelmChart {
+        name,
+        namespace,
+        object,
+        loc: doc.prov.loc,
+        chart,
+        values: values(
+            spec.and_then(|s| s.field("values")),
+            doc.prov.loc,
+            Layer::Spec { object },
+        ),
+        include_crds: spec
+            .and_then(|s| s.field("includeCrds"))
+            .and_then(Node::as_bool)
+            .unwrap_or(true),
+    })
+}
+
+/// `metadata.namespace`, checked as an RFC 1123 label.
+fn checked_namespace(doc: &Node, display: &str, problems: &mut Vec<Diagnostic>) -> Option<String> {
+    let node = doc.field("metadata").and_then(|m| m.field("namespace"))?;
+    let ns = node.as_str().unwrap_or_default();
+    if let Err(why) = check_name(ns, NameRule::Namespace) {
+        problems.push(
+            Diagnostic::new(Code::InvalidName, format!("namespace {ns:?} {why}"))
+                .at(node.prov.loc)
+                .object(display),
+        );
+    }
+    Some(ns.to_string())
 }
 
 /// The project settings of `nyl.toml`.

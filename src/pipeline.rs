@@ -1,216 +1,287 @@
-//! One run from paths to evaluated values: load the project, pick the target, read the app files,
-//! resolve each invocation's chart and contract, and evaluate its imports. `nyl values` prints the
-//! result; rendering builds on the same run.
+//! One run from paths to releases: load the project, pick the target, read the app files, and
+//! turn each document into an entry: a release (an invocation with its imports evaluated, or a
+//! HelmChart) or a plain manifest. `nyl values` prints the releases' values; `nyl render` renders
+//! the entries in order, feeding chart output back through [`Session::entries`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::components::{self, Chart};
 use crate::diagnostics::{Code, Diagnostic};
-use crate::objects::{self, DocKind};
+use crate::objects::{self, ChartSource, DocKind, RemoteChart};
 use crate::project::{self, ChartRef, Project};
 use crate::provenance::{Catalog, Loc, ObjectRef};
 use crate::report::InvocationValues;
 use crate::targets::{self, Target};
-use crate::value::Node;
+use crate::yaml::Document;
 
 /// What to evaluate.
 #[derive(Clone, Debug)]
 pub struct Request {
     pub paths: Vec<PathBuf>,
     pub target: Option<String>,
-    /// The namespace of invocations that name none.
+    /// The namespace of releases that name none.
     pub default_namespace: String,
 }
 
-/// The result of a run: the values of every invocation, the diagnostics, and the catalog that the
-/// diagnostics' file ids point into. Fail closed: callers print `items` only without errors.
-#[derive(Default)]
-pub struct Outcome {
-    pub catalog: Catalog,
-    pub items: Vec<InvocationValues>,
-    pub diagnostics: Vec<Diagnostic>,
+/// The chart of a release, as Helm is to be given it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChartSpec {
+    Local(PathBuf),
+    Remote(RemoteChart),
 }
 
-impl Outcome {
+/// A Helm release to render: its values (with provenance and import report) and its chart.
+#[derive(Clone, Debug)]
+pub struct Release {
+    pub values: InvocationValues,
+    pub chart: ChartSpec,
+    pub include_crds: bool,
+}
+
+/// One entry of an app, in input order.
+#[derive(Clone, Debug)]
+pub enum Entry {
+    Release(Box<Release>),
+    /// A plain Kubernetes manifest, passed on as written.
+    Manifest(Document),
+}
+
+/// The project and target of a run, and everything reported so far.
+pub struct Session {
+    pub project: Project,
+    pub target: Option<Target>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// False when the requested target is missing: files are still read and checked, so every
+    /// other problem is reported, but nothing is evaluated against a target that is not there.
+    evaluate: bool,
+}
+
+impl Session {
+    /// Finds the project of the first path, loads it and selects the target. `Err` carries the
+    /// catalog and problems when there is no usable project.
+    pub fn open(first: &Path, target: Option<&str>) -> Result<Session, (Catalog, Vec<Diagnostic>)> {
+        let root = project::find_root(first).map_err(|d| (Catalog::default(), vec![d]))?;
+        let (project, mut diagnostics) = Project::load(root)?;
+        let (target, evaluate) =
+            match target.map(|t| targets::select(t, &project.clusters, &project.targets)) {
+                None => (None, true),
+                Some(Ok(t)) => (Some(t), true),
+                Some(Err(d)) => {
+                    diagnostics.push(d);
+                    (None, false)
+                }
+            };
+        Ok(Session {
+            project,
+            target,
+            diagnostics,
+            evaluate,
+        })
+    }
+
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
-}
 
-pub fn values(req: &Request) -> Outcome {
-    let first = req
-        .paths
-        .first()
-        .cloned()
-        .unwrap_or_else(|| PathBuf::from("."));
-    let root = match project::find_root(&first) {
-        Ok(root) => root,
-        Err(d) => {
-            return Outcome {
-                diagnostics: vec![d],
-                ..Outcome::default()
-            }
-        }
-    };
-    let (project, mut diags) = match Project::load(root) {
-        Ok(loaded) => loaded,
-        Err((catalog, diagnostics)) => {
-            return Outcome {
-                catalog,
-                diagnostics,
-                ..Outcome::default()
-            }
-        }
-    };
-    let target = match req.target.as_deref() {
-        None => Ok(None),
-        Some(name) => targets::select(name, &project.clusters, &project.targets).map(Some),
-    };
-    // Without the requested target, imports cannot be evaluated: the files are still read and
-    // checked, so every other problem is reported too.
-    let (target, evaluate) = match target {
-        Ok(t) => (t, true),
-        Err(d) => {
-            diags.push(d);
-            (None, false)
-        }
-    };
-    let mut run = Run {
-        project,
-        target: target.as_ref(),
-        evaluate,
-        req,
-        items: Vec::new(),
-        diags,
-    };
-    for path in &req.paths {
-        run.path(path);
-    }
-    check_releases(&run.items, &mut run.diags);
-    if run.items.is_empty() && !run.diags.iter().any(Diagnostic::is_error) {
-        run.diags.push(Diagnostic::new(
-            Code::NoInvocations,
-            "the given paths hold no component invocations",
-        ));
-    }
-    Outcome {
-        catalog: run.project.catalog,
-        items: run.items,
-        diagnostics: run.diags,
-    }
-}
-
-struct Run<'a> {
-    project: Project,
-    target: Option<&'a Target>,
-    evaluate: bool,
-    req: &'a Request,
-    items: Vec<InvocationValues>,
-    diags: Vec<Diagnostic>,
-}
-
-impl Run<'_> {
-    fn path(&mut self, path: &Path) {
-        let inside = std::fs::canonicalize(path).map(|p| p.starts_with(&self.project.root));
-        if !matches!(inside, Ok(true)) {
-            let why = match inside {
-                Err(e) => e.to_string(),
-                Ok(_) => format!("outside the project at {}", self.project.root.display()),
-            };
-            return self.diags.push(Diagnostic::new(
-                Code::PathNotFound,
-                format!("{}: {why}", path.display()),
-            ));
-        }
-        let files = match self.project.app_files(path) {
+    /// The entries of an app path: a file, or a directory's YAML files sorted by name.
+    pub fn read_path(&mut self, path: &Path, default_namespace: &str) -> Vec<Entry> {
+        let files = match self
+            .project
+            .inside(path)
+            .and_then(|p| self.project.app_files(&p))
+        {
             Ok(files) => files,
-            Err(d) => return self.diags.push(d),
+            Err(d) => {
+                self.diagnostics.push(d);
+                return Vec::new();
+            }
         };
+        let mut entries = Vec::new();
         for file in files {
-            let file = std::fs::canonicalize(&file).unwrap_or(file);
-            let (_, docs, problems) = self.project.read_yaml(&file);
+            let file = match self.project.inside(&file) {
+                Ok(file) => file,
+                Err(d) => {
+                    self.diagnostics.push(d);
+                    continue;
+                }
+            };
+            let (_, docs, problems) = self.project.read_documents(&file);
             if !problems.is_empty() {
                 // The documents of a file that did not read cleanly are not evaluated: their
                 // errors would only be consequences.
-                self.diags.extend(problems);
+                self.diagnostics.extend(problems);
                 continue;
             }
-            for doc in docs {
-                if let Err(problems) = self.document(&doc) {
-                    self.diags.extend(problems);
-                }
+            entries.extend(self.entries(docs, file.parent(), default_namespace));
+        }
+        entries
+    }
+
+    /// Turns documents into entries; `dir` is the directory relative paths (a HelmChart's
+    /// `spec.chart.path`) resolve against, `None` for chart output.
+    pub fn entries(
+        &mut self,
+        docs: Vec<Document>,
+        dir: Option<&Path>,
+        default_namespace: &str,
+    ) -> Vec<Entry> {
+        let mut entries = Vec::new();
+        for doc in docs {
+            match self.entry(doc, dir, default_namespace) {
+                Ok(Some(entry)) => entries.push(entry),
+                Ok(None) => {}
+                Err(problems) => self.diagnostics.extend(problems),
             }
+        }
+        entries
+    }
+
+    fn entry(
+        &mut self,
+        doc: Document,
+        dir: Option<&Path>,
+        default_namespace: &str,
+    ) -> Result<Option<Entry>, Vec<Diagnostic>> {
+        match objects::classify(&doc.node).map_err(|d| vec![d])? {
+            DocKind::Manifest => Ok(Some(Entry::Manifest(doc))),
+            // nyl's own kinds are never output.
+            DocKind::Cluster | DocKind::DeploymentTarget => Ok(None),
+            DocKind::Invocation => self.invocation(&doc, default_namespace),
+            DocKind::HelmChart => self.helm_chart(&doc, dir, default_namespace),
         }
     }
 
-    fn document(&mut self, doc: &Node) -> Result<(), Vec<Diagnostic>> {
-        if objects::classify(doc).map_err(|d| vec![d])? != DocKind::Invocation {
-            return Ok(());
-        }
-        let object = self.project.catalog.add_object(ObjectRef {
-            kind: doc
+    fn register(&mut self, doc: &Document) -> crate::provenance::ObjectId {
+        let node = &doc.node;
+        self.project.catalog.add_object(ObjectRef {
+            kind: node
                 .field("kind")
-                .and_then(Node::as_str)
+                .and_then(|k| k.as_str())
                 .unwrap_or("?")
                 .to_string(),
-            name: objects::name_of(doc).unwrap_or("?").to_string(),
-            loc: doc.prov.loc,
-        });
-        let inv = objects::invocation(doc, object)?;
+            name: objects::name_of(node).unwrap_or("?").to_string(),
+            loc: node.prov.loc,
+        })
+    }
+
+    fn invocation(
+        &mut self,
+        doc: &Document,
+        default_namespace: &str,
+    ) -> Result<Option<Entry>, Vec<Diagnostic>> {
+        let object = self.register(doc);
+        let inv = objects::invocation(&doc.node, object)?;
         let chart = self
             .project
             .resolve_kind(&inv.kind, inv.kind_loc)
             .map_err(|d| vec![d.object(inv.display())])?;
         if !self.evaluate {
-            return Ok(());
+            return Ok(None);
         }
-        let (chart_text, evaluation) = match &chart {
+        let target = self.target.as_ref();
+        let (chart_text, spec, evaluation) = match chart {
             ChartRef::Remote(remote) => (
                 remote.to_string(),
-                components::evaluate(&inv, Chart::Remote, self.target),
+                ChartSpec::Remote(remote),
+                components::evaluate(&inv, Chart::Remote, target),
             ),
             ChartRef::Local { component, dir } => {
-                let contract = self.project.contract(component, dir)?;
-                let chart = Chart::Local {
-                    component,
-                    contract,
-                };
-                (
-                    component.clone(),
-                    components::evaluate(&inv, chart, self.target),
-                )
+                let contract = self.project.contract(&component, &dir)?;
+                let evaluation = components::evaluate(
+                    &inv,
+                    Chart::Local {
+                        component: &component,
+                        contract,
+                    },
+                    target,
+                );
+                (component, ChartSpec::Local(dir), evaluation)
             }
         };
         let evaluation = evaluation?;
-        self.items.push(InvocationValues {
-            loc: inv.loc,
-            kind: inv.kind.clone(),
-            chart: chart_text,
-            namespace: inv
-                .namespace
-                .clone()
-                .unwrap_or_else(|| self.req.default_namespace.clone()),
-            name: inv.name,
-            target: self.target.map(|t| t.name.clone()),
-            values: evaluation.values,
-            imports: evaluation.imports,
-        });
-        Ok(())
+        Ok(Some(Entry::Release(Box::new(Release {
+            values: InvocationValues {
+                loc: inv.loc,
+                kind: inv.kind.clone(),
+                chart: chart_text,
+                namespace: inv
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| default_namespace.to_string()),
+                name: inv.name,
+                target: target.map(|t| t.name.clone()),
+                values: evaluation.values,
+                imports: evaluation.imports,
+            },
+            chart: spec,
+            include_crds: true,
+        }))))
+    }
+
+    fn helm_chart(
+        &mut self,
+        doc: &Document,
+        dir: Option<&Path>,
+        default_namespace: &str,
+    ) -> Result<Option<Entry>, Vec<Diagnostic>> {
+        let object = self.register(doc);
+        let chart = objects::helm_chart(&doc.node, object)?;
+        let display = format!("HelmChart/{}", chart.name);
+        let (chart_text, spec) = match &chart.chart {
+            ChartSource::Remote(remote) => (remote.to_string(), ChartSpec::Remote(remote.clone())),
+            ChartSource::Path(path) => {
+                let Some(dir) = dir else {
+                    return Err(vec![Diagnostic::new(
+                        Code::InvalidField,
+                        "a HelmChart in chart output cannot name a local `spec.chart.path`; use a repository",
+                    )
+                    .at(chart.loc)
+                    .object(display)]);
+                };
+                let resolved = self
+                    .project
+                    .inside(&dir.join(path))
+                    .map_err(|d| vec![d.at(chart.loc).object(&display)])?;
+                (
+                    self.project.display_path(&resolved),
+                    ChartSpec::Local(resolved),
+                )
+            }
+        };
+        Ok(Some(Entry::Release(Box::new(Release {
+            values: InvocationValues {
+                loc: chart.loc,
+                kind: "HelmChart".to_string(),
+                chart: chart_text,
+                namespace: chart
+                    .namespace
+                    .unwrap_or_else(|| default_namespace.to_string()),
+                name: chart.name,
+                target: self.target.as_ref().map(|t| t.name.clone()),
+                values: chart.values,
+                imports: Vec::new(),
+            },
+            chart: spec,
+            include_crds: chart.include_crds,
+        }))))
     }
 }
 
-/// Two invocations that would be one Helm release (same name and namespace) are an error.
-fn check_releases(items: &[InvocationValues], diags: &mut Vec<Diagnostic>) {
+/// Two releases with the same name and namespace are an error: Helm and Argo CD would see one
+/// release twice.
+pub fn check_releases<'a>(
+    releases: impl Iterator<Item = &'a InvocationValues>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut seen: HashMap<(&str, &str), Loc> = HashMap::new();
-    for item in items {
+    for item in releases {
         if let Some(first) = seen.insert((&item.namespace, &item.name), item.loc) {
             diags.push(
                 Diagnostic::new(
                     Code::DuplicateObject,
                     format!(
-                        "release {:?} in namespace {:?} is invoked twice; Helm releases must \
-                         be unique per namespace",
+                        "release {:?} in namespace {:?} is invoked twice; Helm releases must be unique per namespace",
                         item.name, item.namespace
                     ),
                 )
@@ -219,5 +290,52 @@ fn check_releases(items: &[InvocationValues], diags: &mut Vec<Diagnostic>) {
                 .object(format!("{}/{}", item.kind, item.name)),
             );
         }
+    }
+}
+
+/// The result of `nyl values`: the values of every release, the diagnostics, and the catalog the
+/// diagnostics point into. Fail closed: callers print `items` only without errors.
+#[derive(Default)]
+pub struct Outcome {
+    pub catalog: Catalog,
+    pub items: Vec<InvocationValues>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+pub fn values(req: &Request) -> Outcome {
+    let first = req
+        .paths
+        .first()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("."));
+    let mut session = match Session::open(&first, req.target.as_deref()) {
+        Ok(session) => session,
+        Err((catalog, diagnostics)) => {
+            return Outcome {
+                catalog,
+                diagnostics,
+                ..Outcome::default()
+            }
+        }
+    };
+    let mut items = Vec::new();
+    for path in &req.paths {
+        for entry in session.read_path(path, &req.default_namespace) {
+            if let Entry::Release(release) = entry {
+                items.push(release.values);
+            }
+        }
+    }
+    check_releases(items.iter(), &mut session.diagnostics);
+    if items.is_empty() && !session.has_errors() {
+        session.diagnostics.push(Diagnostic::new(
+            Code::NoInvocations,
+            "the given paths hold no component invocations",
+        ));
+    }
+    Outcome {
+        catalog: session.project.catalog,
+        items,
+        diagnostics: session.diagnostics,
     }
 }

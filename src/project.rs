@@ -14,7 +14,7 @@ use crate::objects::{self, Cluster, Config, DeploymentTarget, DocKind, RemoteCha
 use crate::provenance::{Catalog, FileId, Loc, ObjectRef, Prov};
 use crate::targets;
 use crate::value::{Node, Value};
-use crate::yaml::{self, Limits};
+use crate::yaml::{self, Document, Limits};
 
 pub const CONFIG_FILE: &str = "nyl.toml";
 pub const CONTRACT_FILE: &str = "nyl-component.yaml";
@@ -116,6 +116,44 @@ impl Project {
         }
     }
 
+    /// Reads one YAML file as documents that keep their text (app files, whose plain manifests
+    /// are passed on as written).
+    pub fn read_documents(&mut self, path: &Path) -> (FileId, Vec<Document>, Vec<Diagnostic>) {
+        let file = self.catalog.add_file(self.display_path(path));
+        match fs::read_to_string(path) {
+            Ok(text) => {
+                let (docs, diags) = self.parse_documents(&text, file);
+                (file, docs, diags)
+            }
+            Err(e) => (file, Vec::new(), vec![read_error(&e, file)]),
+        }
+    }
+
+    /// Parses YAML text (a file, or Helm's output) with the project's limits.
+    pub fn parse_documents(&self, text: &str, file: FileId) -> (Vec<Document>, Vec<Diagnostic>) {
+        yaml::parse_documents(text, file, &self.limits)
+    }
+
+    /// `path` canonicalized, when it lies inside the project root; symbolic links are followed
+    /// first, so a link that leaves the project is refused.
+    pub fn inside(&self, path: &Path) -> Result<PathBuf, Diagnostic> {
+        let real = fs::canonicalize(path)
+            .map_err(|e| Diagnostic::new(Code::PathNotFound, format!("{}: {e}", path.display())))?;
+        if real.starts_with(&self.root) {
+            Ok(real)
+        } else {
+            Err(Diagnostic::new(
+                Code::PathOutsideProject,
+                format!(
+                    "{} resolves to {}, outside the project at {}; nyl reads nothing outside the project",
+                    path.display(),
+                    real.display(),
+                    self.root.display()
+                ),
+            ))
+        }
+    }
+
     fn load_targets(&mut self, diags: &mut Vec<Diagnostic>) {
         for dir in self.config.targets_search_paths.clone() {
             let dir = self.root.join(dir);
@@ -147,7 +185,7 @@ impl Project {
         let kind_name = match kind {
             DocKind::Cluster => "Cluster",
             DocKind::DeploymentTarget => "DeploymentTarget",
-            DocKind::Invocation | DocKind::Manifest => return,
+            DocKind::Invocation | DocKind::HelmChart | DocKind::Manifest => return,
         };
         let object = self.catalog.add_object(ObjectRef {
             kind: kind_name.to_string(),
@@ -203,7 +241,7 @@ impl Project {
             if dir.join("Chart.yaml").is_file() {
                 return Ok(ChartRef::Local {
                     component: resolved.to_string(),
-                    dir,
+                    dir: self.inside(&dir).map_err(|d| d.at(loc))?,
                 });
             }
         }

@@ -231,6 +231,61 @@ pub const INVOCATION: Shape = Shape::Object(&[
     ),
 ]);
 
+/// `HelmChart` (`k8s.nyl/v1`): a chart rendered as it is, with no contract.
+pub const HELM_CHART: Shape = Shape::Object(&[
+    API_VERSION,
+    KIND,
+    required(
+        "metadata",
+        &Shape::Object(&[
+            required("name", &Shape::String, "The Helm release name."),
+            field("namespace", &Shape::String, "The release namespace."),
+            LABELS,
+            ANNOTATIONS,
+        ]),
+        "The release's name and namespace.",
+    ),
+    required(
+        "spec",
+        &Shape::Object(&[
+            required(
+                "chart",
+                &Shape::Object(&[
+                    field(
+                        "repository",
+                        &Shape::String,
+                        "A chart repository URL (`https://`, `http://`) or an OCI base (`oci://`).",
+                    ),
+                    field(
+                        "name",
+                        &Shape::String,
+                        "The chart's name in the repository.",
+                    ),
+                    field(
+                        "version",
+                        &Shape::String,
+                        "The chart version; the newest when absent.",
+                    ),
+                    field(
+                        "path",
+                        &Shape::String,
+                        "A local chart directory, relative to this file, instead of a repository.",
+                    ),
+                ]),
+                "Where the chart comes from: `repository` and `name` (and `version`), or `path`.",
+            ),
+            field("values", &Shape::Values, "The chart values."),
+            defaulted(
+                "includeCrds",
+                &Shape::Bool,
+                "true",
+                "Render the chart's `crds/` too.",
+            ),
+        ]),
+        "The chart and its values.",
+    ),
+]);
+
 /// `nyl-component.yaml` (`components.nyl/v1alpha1`).
 pub const CONTRACT: Shape = Shape::Object(&[
     API_VERSION,

@@ -66,6 +66,7 @@ pub fn nyl(dir: &Path, args: &[String], env: &[(String, String)]) -> (i32, Strin
         String::from_utf8(b)
             .expect("utf-8 output")
             .replace(&dir.display().to_string(), "$REPO")
+            .replace(&root().display().to_string(), "$ROOT")
     };
     (
         out.status.code().unwrap_or(-1),
@@ -293,10 +294,17 @@ fn example_project_evaluates_for_each_target() {
     assert_eq!(status, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v[0]["values"]["backup"]["retentionPolicy"], "7d");
-    let (status, stdout, stderr) = nyl(&repo, &args("values --target payments -o json apps/payments"), &[]);
+    let (status, stdout, stderr) = nyl(
+        &repo,
+        &args("values --target payments -o json apps/payments"),
+        &[],
+    );
     assert_eq!(status, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v[0]["chart"], "example/v1/PostgresDb");
-    assert_eq!(v[0]["values"]["backup"]["retentionPolicy"], "90d", "the DeploymentTarget wins");
+    assert_eq!(
+        v[0]["values"]["backup"]["retentionPolicy"], "90d",
+        "the DeploymentTarget wins"
+    );
     assert_eq!(v[0]["values"]["storage"]["size"], "100Gi");
 }

@@ -1,7 +1,9 @@
 //! YAML as Helm reads it (YAML 1.1 scalars, merge keys), into and out of the value tree.
 
 mod read;
+mod split;
 mod write;
 
-pub use read::{parse_stream, resolve_plain, Limits, Parsed, Scalar};
+pub use read::{parse_stream, parse_stream_from, resolve_plain, Limits, Parsed, Scalar};
+pub use split::{parse_documents, Document};
 pub use write::to_yaml;

@@ -683,13 +683,16 @@ impl<'a> Builder<'a> {
     }
 }
 
-fn line_of(line: usize) -> u32 {
-    u32::try_from(line).unwrap_or(u32::MAX)
+/// The parser's 1-based line, moved to where the parsed text starts in its file.
+fn line_of(line: usize, first_line: u32) -> u32 {
+    u32::try_from(line)
+        .unwrap_or(u32::MAX)
+        .saturating_add(first_line.saturating_sub(1))
 }
 
 /// The parser's own error. Its cap on nested flow collections is a complexity limit, not bad
 /// syntax.
-fn scan_error(e: &ScanError, file: FileId) -> Diagnostic {
+fn scan_error(e: &ScanError, file: FileId, first_line: u32) -> Diagnostic {
     let diag = match e.info() {
         "recursion limit exceeded" => Diagnostic::new(
             Code::RepositoryTooComplex,
@@ -697,18 +700,23 @@ fn scan_error(e: &ScanError, file: FileId) -> Diagnostic {
         ),
         info => Diagnostic::new(Code::YamlSyntax, info),
     };
-    diag.at(Loc::new(file, line_of(e.marker().line())))
+    diag.at(Loc::new(file, line_of(e.marker().line(), first_line)))
 }
 
 /// Parses every document of a YAML stream. A syntax error stops the stream and returns no
 /// documents; other problems are reported and parsing goes on.
 pub fn parse_stream(text: &str, file: FileId, limits: &Limits) -> Parsed {
+    parse_stream_from(text, file, 1, limits)
+}
+
+/// Like [`parse_stream`], for text that starts at line `first_line` of its file.
+pub fn parse_stream_from(text: &str, file: FileId, first_line: u32, limits: &Limits) -> Parsed {
     let mut builder = Builder::new(file, limits);
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {
         let step = match next {
-            Ok((event, span)) => builder.event(event, line_of(span.start.line())),
-            Err(e) => Err(scan_error(&e, file)),
+            Ok((event, span)) => builder.event(event, line_of(span.start.line(), first_line)),
+            Err(e) => Err(scan_error(&e, file, first_line)),
         };
         if let Err(diag) = step {
             builder.diags.push(diag);

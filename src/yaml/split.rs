@@ -1,0 +1,126 @@
+//! Splitting a YAML stream into its documents as text, so plain manifests can be passed on
+//! exactly as they were written (or as Helm printed them).
+//!
+//! A line that starts with `---` or `...` at column 0 is a document marker wherever it stands:
+//! the YAML spec forbids such lines inside any scalar, so splitting on them is exact.
+
+use crate::diagnostics::Diagnostic;
+use crate::provenance::FileId;
+use crate::value::Node;
+
+use super::read::{parse_stream_from, Limits};
+
+/// One document of a stream: its value and its text.
+#[derive(Clone, Debug)]
+pub struct Document {
+    pub node: Node,
+    /// The document's text without its leading `---` line, ending in one newline.
+    pub text: String,
+}
+
+fn is_marker(line: &str) -> bool {
+    ["---", "..."].iter().any(|m| {
+        line.strip_prefix(m)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
+    })
+}
+
+/// The chunks of `text` between document markers, each with the line it starts on. A chunk
+/// starts with its `---` line, so markers that carry content (`--- |`) still parse.
+fn chunks(text: &str) -> Vec<(u32, &str)> {
+    let mut out = Vec::new();
+    let (mut start, mut start_line, mut offset) = (0, 1u32, 0);
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if offset > start && line.starts_with("---") && is_marker(line.trim_end_matches('\n')) {
+            out.push((start_line, &text[start..offset]));
+            start = offset;
+            start_line = i as u32 + 1;
+        }
+        offset += line.len();
+    }
+    if start < text.len() {
+        out.push((start_line, &text[start..]));
+    }
+    out
+}
+
+/// Parses every document of `text`, keeping each one's text. Documents that are empty or only
+/// null are skipped, as Helm and kubectl skip them.
+pub fn parse_documents(
+    text: &str,
+    file: FileId,
+    limits: &Limits,
+) -> (Vec<Document>, Vec<Diagnostic>) {
+    let mut docs = Vec::new();
+    let mut diags = Vec::new();
+    for (line, chunk) in chunks(text) {
+        let parsed = parse_stream_from(chunk, file, line, limits);
+        diags.extend(parsed.diagnostics);
+        let body = match chunk.split_once('\n') {
+            Some((first, rest)) if first.trim_end() == "---" => rest,
+            _ => chunk,
+        };
+        let body = body.trim_end();
+        for node in parsed.docs {
+            docs.push(Document {
+                node,
+                text: format!("{body}\n"),
+            });
+        }
+    }
+    (docs, diags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs(text: &str) -> Vec<(u32, String)> {
+        let (docs, diags) = parse_documents(text, FileId(0), &Limits::default());
+        assert!(diags.is_empty(), "{diags:?}");
+        docs.into_iter()
+            .map(|d| (d.node.prov.loc.line, d.text))
+            .collect()
+    }
+
+    #[test]
+    fn documents_keep_their_text_and_lines() {
+        let text = "a: 1\n---\n# Source: c/templates/x.yaml\nb: 2\n\n---\nc: |\n  text\n";
+        assert_eq!(
+            docs(text),
+            [
+                (1, "a: 1\n".to_string()),
+                (4, "# Source: c/templates/x.yaml\nb: 2\n".to_string()),
+                (7, "c: |\n  text\n".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_and_comment_only_documents_are_skipped() {
+        let text = "---\n---\n# only a comment\n---\nnull\n---\nx: 1\n";
+        assert_eq!(docs(text), [(7, "x: 1\n".to_string())]);
+    }
+
+    #[test]
+    fn indented_or_quoted_dashes_are_not_markers() {
+        let text = "a: |\n  ---\n  b\nc: \"---\"\n----: d\n";
+        assert_eq!(docs(text).len(), 1);
+    }
+
+    #[test]
+    fn a_marker_with_content_still_parses() {
+        let text = "--- |\n  block\n--- # comment\nx: 1\n...\n";
+        let (docs, diags) = parse_documents(text, FileId(0), &Limits::default());
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].node.as_str(), Some("block\n"));
+    }
+
+    #[test]
+    fn errors_carry_the_line_in_the_whole_file() {
+        let text = "a: 1\n---\nb: [\n";
+        let (_, diags) = parse_documents(text, FileId(0), &Limits::default());
+        assert!(diags[0].loc.unwrap().line >= 3, "{diags:?}");
+    }
+}
