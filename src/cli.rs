@@ -2,14 +2,17 @@
 //! the outcome to an exit status (0 ok, 1 problems in the input, 2 usage or internal errors).
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::argocd;
 use crate::diagnostics::{self, Diagnostic};
 use crate::pipeline::{self, Request};
+use crate::project::{self, Project};
 use crate::provenance::Catalog;
+use crate::render;
 use crate::report;
 
 #[derive(Parser, Debug)]
@@ -27,6 +30,44 @@ struct Cli {
 enum Command {
     /// Print, per invocation, the values Helm receives (value imports merged under the spec).
     Values(ValuesArgs),
+    /// Render manifests with the real `helm template` and print them as multi-document YAML.
+    Render(RenderArgs),
+    /// The Argo CD config-management plugin's commands.
+    #[command(subcommand)]
+    Argocd(ArgocdCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum ArgocdCommand {
+    /// The plugin's generate command: render the app directory (the working directory).
+    Generate,
+    /// The plugin's dynamic parameters: announce the project's targets as JSON.
+    Parameters,
+}
+
+#[derive(clap::Args, Debug)]
+struct RenderArgs {
+    /// The DeploymentTarget (or, when none has the name, the Cluster) whose values feed imports.
+    #[arg(long, env = "NYL_TARGET")]
+    target: Option<String>,
+    /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Kubernetes version for Helm's capabilities [default: $KUBE_VERSION, else the Cluster's].
+    #[arg(long)]
+    kube_version: Option<String>,
+    /// An API version the cluster serves; repeatable [default: $KUBE_API_VERSIONS, else the Cluster's].
+    #[arg(long = "api-versions")]
+    api_versions: Vec<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
+    output: Format,
+    /// Accept a render that produces no objects (refused by default: Argo CD would prune the app).
+    #[arg(long)]
+    allow_empty: bool,
+    /// Invocation files, or directories whose *.yaml/*.yml files hold the app.
+    #[arg(default_value = ".")]
+    paths: Vec<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -66,6 +107,9 @@ pub fn main() -> ExitCode {
     };
     match cli.command {
         Command::Values(args) => values(args),
+        Command::Render(args) => render(args),
+        Command::Argocd(ArgocdCommand::Generate) => argocd_generate(),
+        Command::Argocd(ArgocdCommand::Parameters) => argocd_parameters(),
     }
 }
 
@@ -106,6 +150,93 @@ fn values(args: ValuesArgs) -> ExitCode {
         Format::Yaml => report::to_yaml(&outcome.items, args.explain, &outcome.catalog),
         Format::Json => report::to_json(&outcome.items, args.explain, &outcome.catalog),
     };
+    write_stdout(&text)
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn render(args: RenderArgs) -> ExitCode {
+    let api_versions = if args.api_versions.is_empty() {
+        argocd::api_versions(env_var("KUBE_API_VERSIONS").as_deref())
+    } else {
+        args.api_versions
+    };
+    let request = render::Request {
+        paths: args.paths,
+        root: None,
+        target: args.target,
+        default_namespace: default_namespace(args.namespace),
+        kube_version: args.kube_version.or_else(|| env_var("KUBE_VERSION")),
+        api_versions,
+        allow_empty: args.allow_empty,
+    };
+    print_render(&request, args.output)
+}
+
+/// Renders and prints: the manifests only when the whole render succeeded.
+fn print_render(request: &render::Request, format: Format) -> ExitCode {
+    let outcome = render::render(request);
+    let status = report_diagnostics(outcome.diagnostics, &outcome.catalog);
+    if status != 0 {
+        return ExitCode::from(status);
+    }
+    let text = match format {
+        Format::Yaml => render::to_yaml(&outcome.manifests),
+        Format::Json => render::to_json(&outcome.manifests),
+    };
+    write_stdout(&text)
+}
+
+fn argocd_generate() -> ExitCode {
+    let settings = match argocd::settings(&env_var) {
+        Ok(s) => s,
+        Err(problems) => return ExitCode::from(report_diagnostics(problems, &Catalog::default())),
+    };
+    if let Some((namespace, name)) = &settings.app {
+        tracing::info!(app = %name, app_namespace = ?namespace, target = ?settings.target, "argocd generate");
+    }
+    let app_dir = PathBuf::from(".");
+    // The project is the app directory's, and `path` must stay inside it (checked when read).
+    let path = match &settings.path {
+        Some(p) => app_dir.join(p),
+        None => app_dir.clone(),
+    };
+    let request = render::Request {
+        paths: vec![path],
+        root: None,
+        target: settings.target,
+        default_namespace: settings
+            .app_namespace
+            .unwrap_or_else(|| "default".to_string()),
+        kube_version: settings.kube_version,
+        api_versions: settings.api_versions,
+        allow_empty: settings.allow_empty,
+    };
+    match project::find_root(&app_dir) {
+        Ok(root) => print_render(
+            &render::Request {
+                root: Some(root),
+                ..request
+            },
+            Format::Yaml,
+        ),
+        Err(d) => ExitCode::from(report_diagnostics(vec![d], &Catalog::default())),
+    }
+}
+
+fn argocd_parameters() -> ExitCode {
+    let targets = match project::find_root(Path::new("."))
+        .map_err(|d| (Catalog::default(), vec![d]))
+        .and_then(Project::load)
+    {
+        Ok((project, _)) => project.target_names(),
+        // Announcements must not fail the UI: without a usable project, offer no targets.
+        Err(_) => Vec::new(),
+    };
+    let mut text = argocd::announcements(&targets).to_string();
+    text.push('\n');
     write_stdout(&text)
 }
 

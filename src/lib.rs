@@ -20,15 +20,18 @@
 //! - [`pipeline`]: one run from paths to evaluated values.
 //! - [`cli`]: the command line.
 
+pub mod argocd;
 pub mod cli;
 pub mod components;
 pub mod diagnostics;
+pub mod helm;
 pub mod merge;
 pub mod objects;
 pub mod pipeline;
 pub mod pointer;
 pub mod project;
 pub mod provenance;
+pub mod render;
 pub mod report;
 pub mod schema;
 pub mod targets;

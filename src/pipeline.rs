@@ -60,8 +60,17 @@ pub struct Session {
 impl Session {
     /// Finds the project of the first path, loads it and selects the target. `Err` carries the
     /// catalog and problems when there is no usable project.
-    pub fn open(first: &Path, target: Option<&str>) -> Result<Session, (Catalog, Vec<Diagnostic>)> {
-        let root = project::find_root(first).map_err(|d| (Catalog::default(), vec![d]))?;
+    /// `root` fixes the project root (the Argo CD app directory's); otherwise it is found from
+    /// `first`.
+    pub fn open(
+        first: &Path,
+        root: Option<&Path>,
+        target: Option<&str>,
+    ) -> Result<Session, (Catalog, Vec<Diagnostic>)> {
+        let root = match root {
+            Some(root) => root.to_path_buf(),
+            None => project::find_root(first).map_err(|d| (Catalog::default(), vec![d]))?,
+        };
         let (project, mut diagnostics) = Project::load(root)?;
         let (target, evaluate) =
             match target.map(|t| targets::select(t, &project.clusters, &project.targets)) {
@@ -308,7 +317,7 @@ pub fn values(req: &Request) -> Outcome {
         .first()
         .cloned()
         .unwrap_or_else(|| PathBuf::from("."));
-    let mut session = match Session::open(&first, req.target.as_deref()) {
+    let mut session = match Session::open(&first, None, req.target.as_deref()) {
         Ok(session) => session,
         Err((catalog, diagnostics)) => {
             return Outcome {

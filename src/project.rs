@@ -96,6 +96,16 @@ impl Project {
         Ok((project, diags))
     }
 
+    /// The names `--target` accepts: every DeploymentTarget, and every Cluster no
+    /// DeploymentTarget shadows; sorted.
+    pub fn target_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.targets.iter().map(|t| t.name.clone()).collect();
+        names.extend(self.clusters.iter().map(|c| c.name.clone()));
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// The path diagnostics show for `path`: relative to the project root.
     pub fn display_path(&self, path: &Path) -> String {
         path.strip_prefix(&self.root)

@@ -9,15 +9,19 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod remote;
+
 const SEPARATOR: &str = "==> status\n";
 
-fn root() -> PathBuf {
+pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 struct Case {
     header: String,
     repo: PathBuf,
+    /// The working directory inside the repository (Argo CD runs the plugin in the app's).
+    cwd: Option<String>,
     args: Vec<String>,
     env: Vec<(String, String)>,
 }
@@ -25,6 +29,7 @@ struct Case {
 fn parse_case(text: &str) -> Case {
     let header = text.split(SEPARATOR).next().unwrap_or_default().to_string();
     let mut repo = None;
+    let mut cwd = None;
     let mut args = Vec::new();
     let mut env = Vec::new();
     for line in header
@@ -37,6 +42,7 @@ fn parse_case(text: &str) -> Case {
         let value = value.trim();
         match key {
             "repo" => repo = Some(root().join("tests/fixtures").join(value)),
+            "cwd" => cwd = Some(value.to_string()),
             "args" => args = value.split_whitespace().map(str::to_string).collect(),
             "env" => {
                 let (k, v) = value.split_once('=').expect("env: KEY=VALUE");
@@ -48,6 +54,7 @@ fn parse_case(text: &str) -> Case {
     Case {
         header,
         repo: repo.expect("case needs `repo:`"),
+        cwd,
         args,
         env,
     }
@@ -60,6 +67,12 @@ pub fn nyl(dir: &Path, args: &[String], env: &[(String, String)]) -> (i32, Strin
     if let Ok(path) = std::env::var("PATH") {
         cmd.env("PATH", path);
     }
+    // Helm is the real one the test command installed (NYL_HELM), else the pinned one in
+    // tools/, else whatever is on PATH; tests that need it fail without it, never skip.
+    cmd.env("NYL_HELM", helm());
+    // Helm writes its caches under HOME; every run gets a fresh one.
+    let home = tempdir("home");
+    cmd.env("HOME", &home);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let out = cmd.output().expect("run nyl");
     let text = |b: Vec<u8>| {
@@ -83,7 +96,11 @@ fn run_case(name: &str) {
     let path = root().join("tests/cases").join(format!("{name}.case"));
     let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let case = parse_case(&text);
-    let (status, stdout, stderr) = nyl(&case.repo, &case.args, &case.env);
+    let dir = case
+        .cwd
+        .as_ref()
+        .map_or(case.repo.clone(), |c| case.repo.join(c));
+    let (status, stdout, stderr) = nyl(&dir, &case.args, &case.env);
     let actual = format!("{}{}", case.header, render(status, &stdout, &stderr));
     if std::env::var_os("NYL_BLESS").is_some() {
         fs::write(&path, &actual).expect("bless");
@@ -104,6 +121,17 @@ macro_rules! cases {
 }
 
 cases! {
+    argocd_generate_allow_empty,
+    argocd_generate_build_env,
+    argocd_generate_empty,
+    argocd_generate_malformed_parameters,
+    argocd_generate_null_parameters,
+    argocd_generate_parameter,
+    argocd_generate_path,
+    argocd_generate_path_escape,
+    argocd_generate_plain_env,
+    argocd_generate_unknown_parameter,
+    argocd_parameters,
     bad_aliases,
     bad_config,
     bad_toml,
@@ -125,6 +153,8 @@ cases! {
     errors_unknown_output,
     errors_unused_broken_contract,
     errors_yaml_syntax,
+    example_render,
+    example_render_payments,
     imports_alias,
     imports_cluster_alone,
     imports_copied_component,
@@ -145,6 +175,21 @@ cases! {
     imports_staging_optional_absent,
     imports_yaml11,
     no_project,
+    render_allow_empty,
+    render_cycle,
+    render_depth,
+    render_empty,
+    render_env_kube_version,
+    render_flags_override_cluster,
+    render_helm_missing,
+    render_helm_too_old,
+    render_helmchart,
+    render_nested,
+    render_path_escape,
+    render_schema_violation,
+    render_seed,
+    render_values_errors_stop_helm,
+    render_values_reach_helm,
     seed_db,
     seed_debug_log,
     seed_explain,
@@ -175,7 +220,7 @@ fn every_case_file_is_listed() {
     );
 }
 
-fn args(line: &str) -> Vec<String> {
+pub fn args(line: &str) -> Vec<String> {
     line.split_whitespace().map(str::to_string).collect()
 }
 
@@ -266,8 +311,23 @@ fn every_diagnostic_code_is_exercised_by_a_case() {
     }
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nyl-test-{name}-{}", std::process::id()));
+pub fn helm() -> PathBuf {
+    if let Some(path) = std::env::var_os("NYL_HELM") {
+        return PathBuf::from(path);
+    }
+    let pinned = root().join("tools/helm-4.3.1/helm");
+    if pinned.is_file() {
+        pinned
+    } else {
+        PathBuf::from("helm")
+    }
+}
+
+/// A fresh directory under the system temp dir, unique per call.
+pub fn tempdir(name: &str) -> PathBuf {
+    static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("nyl-test-{name}-{}-{n}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     dir
@@ -307,4 +367,98 @@ fn example_project_evaluates_for_each_target() {
         "the DeploymentTarget wins"
     );
     assert_eq!(v[0]["values"]["storage"]["size"], "100Gi");
+}
+
+/// For the same inputs, `nyl argocd generate` prints exactly what `nyl render` prints.
+#[test]
+fn argocd_generate_output_is_byte_identical_to_render() {
+    let repo = root().join("tests/fixtures/render");
+    let (status, rendered, stderr) = nyl(
+        &repo,
+        &args("render --target prod-eu-1 --namespace argo-ns --kube-version 1.30.0 --api-versions v1 apps/dump-default-ns.yaml apps/nested.yaml"),
+        &[],
+    );
+    assert_eq!(status, 0, "{stderr}");
+    assert!(rendered.contains("kind: ConfigMap"));
+    let env = |k: &str, v: &str| (k.to_string(), v.to_string());
+    for app in ["dump-default-ns.yaml", "nested.yaml"] {
+        let (status, generated, stderr) = nyl(
+            &repo.join("apps"),
+            &args("argocd generate"),
+            &[
+                env(
+                    "ARGOCD_APP_PARAMETERS",
+                    &format!(
+                        r#"[{{"name":"target","string":"prod-eu-1"}},{{"name":"path","string":"{app}"}}]"#
+                    ),
+                ),
+                env("ARGOCD_APP_NAMESPACE", "argo-ns"),
+                env("KUBE_VERSION", "1.30.0"),
+                env("KUBE_API_VERSIONS", "v1"),
+            ],
+        );
+        assert_eq!(status, 0, "{stderr}");
+        let (_, single, _) = nyl(
+            &repo,
+            &args(&format!("render --target prod-eu-1 --namespace argo-ns --kube-version 1.30.0 --api-versions v1 apps/{app}")),
+            &[],
+        );
+        assert_eq!(generated, single, "{app}");
+        assert!(rendered.contains(&generated), "{app}");
+    }
+}
+
+/// Same inputs, same bytes: a render is deterministic.
+#[test]
+fn render_is_deterministic() {
+    let repo = root().join("tests/fixtures/render");
+    let run = || {
+        nyl(
+            &repo,
+            &args("render --target prod-eu-1 apps/dump.yaml apps/nested.yaml apps/helmchart.yaml"),
+            &[],
+        )
+    };
+    let first = run();
+    assert_eq!(first.0, 0, "{}", first.2);
+    assert_eq!(first, run());
+}
+
+/// plugin.yaml is a ConfigManagementPlugin with what Argo CD requires of one.
+#[test]
+fn plugin_yaml_has_the_fields_argo_cd_requires() {
+    use nyl_render::provenance::FileId;
+    use nyl_render::yaml::{parse_stream, Limits};
+    let text = fs::read_to_string(root().join("plugin.yaml")).expect("plugin.yaml");
+    let parsed = parse_stream(&text, FileId(0), &Limits::default());
+    assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+    let doc = parsed.docs[0].to_json();
+    assert_eq!(doc["apiVersion"], "argoproj.io/v1alpha1");
+    assert_eq!(doc["kind"], "ConfigManagementPlugin");
+    assert_eq!(doc["metadata"]["name"], "nyl");
+    assert_eq!(
+        doc["spec"]["generate"]["command"],
+        serde_json::json!(["nyl", "argocd", "generate"])
+    );
+    assert_eq!(
+        doc["spec"]["parameters"]["dynamic"]["command"],
+        serde_json::json!(["nyl", "argocd", "parameters"])
+    );
+    assert!(
+        doc["spec"].get("discover").is_none(),
+        "no discover rule: Applications name the plugin"
+    );
+    for p in doc["spec"]["parameters"]["static"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let name = p["name"].as_str().unwrap();
+        assert!(
+            nyl_render::argocd::PARAMETERS
+                .iter()
+                .any(|(n, _, _)| *n == name),
+            "unknown parameter {name}"
+        );
+    }
 }

@@ -1,0 +1,267 @@
+//! The Argo CD config-management plugin's inputs: `ARGOCD_APP_PARAMETERS`, `ARGOCD_ENV_*` and the
+//! build environment, turned into the same render request `nyl render` makes.
+//!
+//! Precedence for each setting: a plugin parameter, then `ARGOCD_ENV_NYL_<NAME>` (the
+//! Application's `plugin.env`), then the plain `NYL_<NAME>` of the sidecar.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::diagnostics::{Code, Diagnostic};
+
+/// The parameters nyl understands, with the env suffix each falls back to.
+pub const PARAMETERS: &[(&str, &str, &str)] = &[
+    (
+        "target",
+        "TARGET",
+        "The DeploymentTarget (or Cluster) whose values feed value imports.",
+    ),
+    (
+        "path",
+        "PATH",
+        "A file or directory relative to the app directory to render instead of it.",
+    ),
+    (
+        "allow-empty",
+        "ALLOW_EMPTY",
+        "\"true\" accepts a render with no objects (Argo CD would prune the app).",
+    ),
+];
+
+/// One element of `ARGOCD_APP_PARAMETERS`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Parameter {
+    name: String,
+    string: Option<String>,
+    array: Option<Vec<String>>,
+    map: Option<BTreeMap<String, String>>,
+}
+
+/// The plugin's settings after precedence is applied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub target: Option<String>,
+    pub path: Option<String>,
+    pub allow_empty: bool,
+    /// `ARGOCD_APP_NAMESPACE`: the namespace of releases that set none.
+    pub app_namespace: Option<String>,
+    /// `ARGOCD_APP_NAME`, split into (namespace, name) when Argo CD wrote `<namespace>_<name>`.
+    pub app: Option<(Option<String>, String)>,
+    pub kube_version: Option<String>,
+    pub api_versions: Vec<String>,
+}
+
+/// Reads the settings from an environment lookup (the process env in production, a map in tests).
+pub fn settings(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, Vec<Diagnostic>> {
+    let params = parameters(env("ARGOCD_APP_PARAMETERS").as_deref())?;
+    let setting = |name: &str, suffix: &str| {
+        params
+            .get(name)
+            .cloned()
+            .or_else(|| env(&format!("ARGOCD_ENV_NYL_{suffix}")))
+            .or_else(|| env(&format!("NYL_{suffix}")))
+            .filter(|v| !v.is_empty())
+    };
+    let allow_empty = match setting("allow-empty", "ALLOW_EMPTY").as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(vec![Diagnostic::new(
+                Code::InvalidParameters,
+                format!("allow-empty must be \"true\" or \"false\", not {other:?}"),
+            )])
+        }
+    };
+    Ok(Settings {
+        target: setting("target", "TARGET"),
+        path: setting("path", "PATH"),
+        allow_empty,
+        app_namespace: env("ARGOCD_APP_NAMESPACE").filter(|v| !v.is_empty()),
+        app: env("ARGOCD_APP_NAME")
+            .filter(|v| !v.is_empty())
+            .map(|n| match n.split_once('_') {
+                Some((ns, name)) => (Some(ns.to_string()), name.to_string()),
+                None => (None, n),
+            }),
+        kube_version: env("KUBE_VERSION").filter(|v| !v.is_empty()),
+        api_versions: api_versions(env("KUBE_API_VERSIONS").as_deref()),
+    })
+}
+
+/// `KUBE_API_VERSIONS`: a comma list of `group/version` and `group/version/Kind` entries.
+pub fn api_versions(value: Option<&str>) -> Vec<String> {
+    value
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Parses `ARGOCD_APP_PARAMETERS`: absent, the literal `null`, or a JSON list. Every problem is
+/// reported; each known parameter takes a string.
+fn parameters(value: Option<&str>) -> Result<BTreeMap<String, String>, Vec<Diagnostic>> {
+    let invalid = |m: String| Diagnostic::new(Code::InvalidParameters, m);
+    let list: Option<Vec<Parameter>> = match value.map(str::trim) {
+        None | Some("") => None,
+        Some(text) => serde_json::from_str(text).map_err(|e| {
+            vec![invalid(format!(
+                "ARGOCD_APP_PARAMETERS is not the JSON list Argo CD sends: {e}"
+            ))]
+        })?,
+    };
+    let mut out = BTreeMap::new();
+    let mut problems = Vec::new();
+    for p in list.unwrap_or_default() {
+        if !PARAMETERS.iter().any(|(name, _, _)| *name == p.name) {
+            let known: Vec<_> = PARAMETERS.iter().map(|(n, _, _)| *n).collect();
+            problems.push(invalid(format!(
+                "unknown plugin parameter {:?}; nyl knows {}",
+                p.name,
+                known.join(", ")
+            )));
+            continue;
+        }
+        match (p.string, p.array.is_some() || p.map.is_some()) {
+            (Some(s), false) => {
+                out.insert(p.name, s);
+            }
+            _ => problems.push(invalid(format!(
+                "plugin parameter {:?} must be a string",
+                p.name
+            ))),
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
+    }
+}
+
+/// The dynamic parameter announcements: `target` with the project's targets (Argo CD has no
+/// list of choices, so they are named in the tooltip, and the only one is the default).
+pub fn announcements(targets: &[String]) -> serde_json::Value {
+    let mut target = serde_json::json!({
+        "name": "target",
+        "title": "Target",
+        "tooltip": format!("{} Known: {}.", PARAMETERS[0].2, if targets.is_empty() { "(none)".to_string() } else { targets.join(", ") }),
+        "itemType": "string",
+        "collectionType": "string",
+    });
+    if let [only] = targets {
+        target["string"] = only.clone().into();
+    }
+    serde_json::Value::Array(vec![target])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn codes(r: Result<Settings, Vec<Diagnostic>>) -> Vec<Code> {
+        r.unwrap_err().into_iter().map(|d| d.code).collect()
+    }
+
+    #[test]
+    fn absent_null_and_empty_list_mean_no_parameters() {
+        for value in [None, Some("null"), Some("[]")] {
+            let vars: Vec<(&str, &str)> = value
+                .map(|v| vec![("ARGOCD_APP_PARAMETERS", v)])
+                .unwrap_or_default();
+            assert_eq!(
+                settings(&env(&vars)).unwrap(),
+                Settings::default(),
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn parameter_wins_over_argocd_env_which_wins_over_plain_env() {
+        let all = [
+            (
+                "ARGOCD_APP_PARAMETERS",
+                r#"[{"name":"target","string":"p"}]"#,
+            ),
+            ("ARGOCD_ENV_NYL_TARGET", "e"),
+            ("NYL_TARGET", "n"),
+        ];
+        assert_eq!(settings(&env(&all)).unwrap().target.as_deref(), Some("p"));
+        assert_eq!(
+            settings(&env(&all[1..])).unwrap().target.as_deref(),
+            Some("e")
+        );
+        assert_eq!(
+            settings(&env(&all[2..])).unwrap().target.as_deref(),
+            Some("n")
+        );
+    }
+
+    #[test]
+    fn malformed_parameters_name_the_variable() {
+        let errs = settings(&env(&[("ARGOCD_APP_PARAMETERS", "[{")])).unwrap_err();
+        assert!(
+            errs[0].message.contains("ARGOCD_APP_PARAMETERS"),
+            "{}",
+            errs[0].message
+        );
+        let bad = r#"[{"name":"target","array":["a"]},{"name":"valuez","string":"x"},{"name":"allow-empty","map":{"a":"b"}}]"#;
+        assert_eq!(
+            codes(settings(&env(&[("ARGOCD_APP_PARAMETERS", bad)]))),
+            [Code::InvalidParameters; 3]
+        );
+        assert_eq!(
+            codes(settings(&env(&[("NYL_ALLOW_EMPTY", "yes")]))),
+            [Code::InvalidParameters]
+        );
+    }
+
+    #[test]
+    fn argo_environment_is_read() {
+        let s = settings(&env(&[
+            (
+                "ARGOCD_APP_PARAMETERS",
+                r#"[{"name":"allow-empty","string":"true"},{"name":"path","string":"sub"}]"#,
+            ),
+            ("ARGOCD_APP_NAMESPACE", "app"),
+            ("ARGOCD_APP_NAME", "team-a_web"),
+            ("KUBE_VERSION", "1.31.2"),
+            (
+                "KUBE_API_VERSIONS",
+                "v1,apps/v1, monitoring.coreos.com/v1/ServiceMonitor,",
+            ),
+        ]))
+        .unwrap();
+        assert!(s.allow_empty);
+        assert_eq!(s.path.as_deref(), Some("sub"));
+        assert_eq!(s.app_namespace.as_deref(), Some("app"));
+        assert_eq!(s.app, Some((Some("team-a".into()), "web".into())));
+        assert_eq!(s.kube_version.as_deref(), Some("1.31.2"));
+        assert_eq!(
+            s.api_versions,
+            ["v1", "apps/v1", "monitoring.coreos.com/v1/ServiceMonitor"]
+        );
+    }
+
+    #[test]
+    fn announcements_offer_the_targets() {
+        let a = announcements(&["prod".into()]);
+        assert_eq!(a[0]["name"], "target");
+        assert_eq!(a[0]["string"], "prod");
+        let a = announcements(&["a".into(), "b".into()]);
+        assert!(a[0]["tooltip"].as_str().unwrap().contains("a, b"));
+        assert!(a[0].get("string").is_none());
+    }
+}
