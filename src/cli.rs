@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::argocd;
+use crate::cache;
 use crate::diagnostics::{self, Diagnostic};
 use crate::pipeline::{self, Request};
 use crate::project::{self, Project};
@@ -40,7 +41,7 @@ enum Command {
 #[derive(Subcommand, Debug)]
 enum ArgocdCommand {
     /// The plugin's generate command: render the app directory (the working directory).
-    Generate,
+    Generate(EngineArgs),
     /// The plugin's dynamic parameters: announce the project's targets as JSON.
     Parameters,
 }
@@ -65,9 +66,25 @@ struct RenderArgs {
     /// Accept a render that produces no objects (refused by default: Argo CD would prune the app).
     #[arg(long)]
     allow_empty: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Invocation files, or directories whose *.yaml/*.yml files hold the app.
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
+}
+
+/// How renders run: parallelism and the render cache.
+#[derive(clap::Args, Debug)]
+struct EngineArgs {
+    /// Helm renders to run at once [default: the available cores].
+    #[arg(short = 'j', long = "jobs")]
+    jobs: Option<usize>,
+    /// Neither read nor write the render cache.
+    #[arg(long, conflicts_with = "refresh")]
+    no_cache: bool,
+    /// Render again and overwrite the cache entries, without reading them.
+    #[arg(long)]
+    refresh: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -108,7 +125,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Values(args) => values(args),
         Command::Render(args) => render(args),
-        Command::Argocd(ArgocdCommand::Generate) => argocd_generate(),
+        Command::Argocd(ArgocdCommand::Generate(engine)) => argocd_generate(engine),
         Command::Argocd(ArgocdCommand::Parameters) => argocd_parameters(),
     }
 }
@@ -165,12 +182,12 @@ fn render(args: RenderArgs) -> ExitCode {
     };
     let request = render::Request {
         paths: args.paths,
-        root: None,
         target: args.target,
         default_namespace: default_namespace(args.namespace),
         kube_version: args.kube_version.or_else(|| env_var("KUBE_VERSION")),
         api_versions,
         allow_empty: args.allow_empty,
+        ..engine_request(&args.engine)
     };
     print_render(&request, args.output)
 }
@@ -189,7 +206,35 @@ fn print_render(request: &render::Request, format: Format) -> ExitCode {
     write_stdout(&text)
 }
 
-fn argocd_generate() -> ExitCode {
+/// The parts of a render request that [`EngineArgs`] and the environment decide.
+fn engine_request(engine: &EngineArgs) -> render::Request {
+    let mode = if engine.no_cache {
+        cache::Mode::Off
+    } else if engine.refresh {
+        cache::Mode::Refresh
+    } else {
+        cache::Mode::ReadWrite
+    };
+    render::Request {
+        paths: Vec::new(),
+        root: None,
+        target: None,
+        default_namespace: "default".to_string(),
+        kube_version: None,
+        api_versions: Vec::new(),
+        allow_empty: false,
+        jobs: engine
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        cache_dir: cache::default_dir(),
+        cache: mode,
+        cache_max_bytes: env_var("NYL_CACHE_MAX_BYTES")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(cache::DEFAULT_MAX_BYTES),
+    }
+}
+
+fn argocd_generate(engine: EngineArgs) -> ExitCode {
     let settings = match argocd::settings(&env_var) {
         Ok(s) => s,
         Err(problems) => return ExitCode::from(report_diagnostics(problems, &Catalog::default())),
@@ -205,7 +250,6 @@ fn argocd_generate() -> ExitCode {
     };
     let request = render::Request {
         paths: vec![path],
-        root: None,
         target: settings.target,
         default_namespace: settings
             .app_namespace
@@ -213,6 +257,7 @@ fn argocd_generate() -> ExitCode {
         kube_version: settings.kube_version,
         api_versions: settings.api_versions,
         allow_empty: settings.allow_empty,
+        ..engine_request(&engine)
     };
     match project::find_root(&app_dir) {
         Ok(root) => print_render(

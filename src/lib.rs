@@ -21,6 +21,7 @@
 //! - [`cli`]: the command line.
 
 pub mod argocd;
+pub mod cache;
 pub mod cli;
 pub mod components;
 pub mod diagnostics;

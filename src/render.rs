@@ -4,6 +4,9 @@
 
 use std::path::PathBuf;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::cache::{self, Cache};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::helm::{Helm, Template};
 use crate::pipeline::{self, Entry, Release, Session};
@@ -27,6 +30,12 @@ pub struct Request {
     /// `--api-versions` (or `KUBE_API_VERSIONS`); the Cluster's `apiVersions` when empty.
     pub api_versions: Vec<String>,
     pub allow_empty: bool,
+    /// Parallel Helm renders at most.
+    pub jobs: usize,
+    /// The render cache's directory; `None` disables it.
+    pub cache_dir: Option<PathBuf>,
+    pub cache: cache::Mode,
+    pub cache_max_bytes: u64,
 }
 
 /// The rendered manifests in input order, or the problems that stopped the render.
@@ -57,33 +66,38 @@ pub fn render(req: &Request) -> Outcome {
     for path in &req.paths {
         entries.extend(session.read_path(path, &req.default_namespace));
     }
-    let mut renderer = Renderer {
-        helm: None,
-        kube_version: req
-            .kube_version
-            .clone()
-            .or_else(|| session.target.as_ref()?.kube_version.clone()),
-        api_versions: if req.api_versions.is_empty() {
-            session
-                .target
-                .as_ref()
-                .map(|t| t.api_versions.clone())
-                .unwrap_or_default()
-        } else {
-            req.api_versions.clone()
-        },
-        releases: Vec::new(),
-        manifests: Vec::new(),
-        session,
+    let target = session.target.as_ref();
+    let kube_version = req
+        .kube_version
+        .clone()
+        .or_else(|| target?.kube_version.clone());
+    let api_versions = match (&req.api_versions[..], target) {
+        ([], Some(t)) => t.api_versions.clone(),
+        _ => req.api_versions.clone(),
     };
+    let mut manifests = Vec::new();
     // Fail closed: with any problem in the inputs, Helm is not even run.
-    if !renderer.session.has_errors() {
-        renderer.entries(entries, &mut Vec::new());
-        pipeline::check_releases(renderer.releases.iter(), &mut renderer.session.diagnostics);
+    if !session.has_errors() {
+        let mut tree = Tree {
+            session: &mut session,
+            jobs: Vec::new(),
+            kube_version,
+            api_versions,
+        };
+        let top = tree.nodes(entries, &[]);
+        if tree.run(req) {
+            tree.flatten(&top, &mut manifests);
+        }
+        let releases: Vec<&InvocationValues> = tree
+            .jobs
+            .iter()
+            .filter(|j| j.admitted)
+            .map(|j| &j.release.values)
+            .collect();
+        let mut problems = Vec::new();
+        pipeline::check_releases(releases.into_iter(), &mut problems);
+        session.diagnostics.extend(problems);
     }
-    let Renderer {
-        session, manifests, ..
-    } = renderer;
     let mut diagnostics = session.diagnostics;
     let failed = diagnostics.iter().any(Diagnostic::is_error);
     if !failed && manifests.is_empty() && !req.allow_empty {
@@ -101,112 +115,223 @@ pub fn render(req: &Request) -> Outcome {
     }
 }
 
-struct Renderer {
-    session: Session,
-    /// Located on the first release, so a render of plain manifests needs no Helm.
-    helm: Option<Result<Helm, ()>>,
-    kube_version: Option<String>,
-    api_versions: Vec<String>,
-    releases: Vec<InvocationValues>,
-    manifests: Vec<Document>,
+/// A manifest, or a release whose output (once rendered) is more nodes.
+enum Node {
+    Manifest(Document),
+    Release(usize),
 }
 
-impl Renderer {
-    /// Renders `entries` in order; `chain` holds the releases whose output they came from.
-    fn entries(&mut self, entries: Vec<Entry>, chain: &mut Vec<String>) {
-        for entry in entries {
-            match entry {
-                Entry::Manifest(doc) => self.manifests.push(doc),
-                Entry::Release(release) => self.release(*release, chain),
-            }
-        }
+struct Job {
+    release: Release,
+    /// The releases whose output this one came from, outermost first.
+    chain: Vec<String>,
+    /// Passed the cycle and depth checks, so Helm renders it.
+    admitted: bool,
+    output: Vec<Node>,
+}
+
+/// The render as a tree: releases are rendered level by level, each level in parallel, and
+/// their output spliced in place, so the result is in input order whatever the parallelism.
+struct Tree<'a> {
+    session: &'a mut Session,
+    jobs: Vec<Job>,
+    kube_version: Option<String>,
+    api_versions: Vec<String>,
+}
+
+impl Tree<'_> {
+    fn nodes(&mut self, entries: Vec<Entry>, chain: &[String]) -> Vec<Node> {
+        entries
+            .into_iter()
+            .map(|entry| match entry {
+                Entry::Manifest(doc) => Node::Manifest(doc),
+                Entry::Release(release) => {
+                    self.jobs.push(Job {
+                        release: *release,
+                        chain: chain.to_vec(),
+                        admitted: false,
+                        output: Vec::new(),
+                    });
+                    Node::Release(self.jobs.len() - 1)
+                }
+            })
+            .collect()
     }
 
-    fn release(&mut self, release: Release, chain: &mut Vec<String>) {
-        let v = &release.values;
-        let key = format!("{} {}/{}", v.chart, v.namespace, v.name);
+    /// Renders every job, level by level; false when anything failed.
+    fn run(&mut self, req: &Request) -> bool {
+        let mut pending: Vec<usize> = (0..self.jobs.len()).collect();
+        if pending.is_empty() {
+            return true;
+        }
+        let helm = match Helm::locate() {
+            Ok(helm) => helm,
+            Err(d) => {
+                self.session.diagnostics.push(d);
+                return false;
+            }
+        };
+        let cache = Cache::new(
+            req.cache_dir.clone().unwrap_or_default(),
+            if req.cache_dir.is_some() {
+                req.cache
+            } else {
+                cache::Mode::Off
+            },
+            req.cache_max_bytes,
+            &helm,
+        );
+        let mut ok = true;
+        while !pending.is_empty() {
+            pending.retain(|&i| self.admit(i));
+            let values: Vec<String> = pending
+                .iter()
+                .map(|&i| self.jobs[i].release.values.values.to_json().to_string())
+                .collect();
+            let templates: Vec<Template<'_>> = pending
+                .iter()
+                .zip(&values)
+                .map(|(&i, values_json)| {
+                    let release = &self.jobs[i].release;
+                    Template {
+                        release: &release.values.name,
+                        namespace: &release.values.namespace,
+                        chart: &release.chart,
+                        values_json,
+                        kube_version: self.kube_version.as_deref(),
+                        api_versions: &self.api_versions,
+                        include_crds: release.include_crds,
+                    }
+                })
+                .collect();
+            let outputs = parallel(&templates, req.jobs, |t| cache.template(&helm, t));
+            let mut next = Vec::new();
+            for (i, output) in pending.iter().copied().zip(outputs) {
+                match output {
+                    Ok(text) => next.extend(self.expand(i, &text)),
+                    Err(message) => {
+                        let v = &self.jobs[i].release.values;
+                        let d = Diagnostic::new(
+                            Code::HelmFailed,
+                            format!("helm template {} failed: {message}", v.chart),
+                        )
+                        .at(v.loc)
+                        .object(format!("{}/{}", v.kind, v.name));
+                        self.session.diagnostics.push(d);
+                    }
+                }
+            }
+            ok &= !self.session.has_errors();
+            pending = next;
+        }
+        cache.summary();
+        ok && !self.session.has_errors()
+    }
+
+    /// Checks a job against cycles and the depth limit before it is rendered.
+    fn admit(&mut self, i: usize) -> bool {
+        let job = &self.jobs[i];
+        let v = &job.release.values;
+        let key = job_key(v);
         let object = format!("{}/{}", v.kind, v.name);
-        if chain.contains(&key) {
-            let path = chain
+        let problem = if job.chain.contains(&key) {
+            let path = job
+                .chain
                 .iter()
                 .chain([&key])
                 .cloned()
                 .collect::<Vec<_>>()
                 .join(" -> ");
-            return self.report(
-                Diagnostic::new(
-                    Code::RenderCycle,
-                    format!("chart output invokes itself again: {path}"),
-                )
-                .at(v.loc)
-                .object(object),
-            );
-        }
-        if chain.len() >= MAX_DEPTH {
-            return self.report(
-                Diagnostic::new(
-                    Code::RenderDepthExceeded,
-                    format!(
-                        "invocations nest deeper than {MAX_DEPTH} levels: {}",
-                        chain.join(" -> ")
-                    ),
-                )
-                .at(v.loc)
-                .object(object),
-            );
-        }
-        let Some(helm) = self.helm() else { return };
-        let values_json = v.values.to_json().to_string();
-        let template = Template {
-            release: &v.name,
-            namespace: &v.namespace,
-            chart: &release.chart,
-            values_json: &values_json,
-            kube_version: self.kube_version.as_deref(),
-            api_versions: &self.api_versions,
-            include_crds: release.include_crds,
+            Diagnostic::new(
+                Code::RenderCycle,
+                format!("chart output invokes itself again: {path}"),
+            )
+        } else if job.chain.len() >= MAX_DEPTH {
+            Diagnostic::new(
+                Code::RenderDepthExceeded,
+                format!(
+                    "invocations nest deeper than {MAX_DEPTH} levels: {}",
+                    job.chain.join(" -> ")
+                ),
+            )
+        } else {
+            self.jobs[i].admitted = true;
+            return true;
         };
-        let output = match helm.template(&template) {
-            Ok(output) => output,
-            Err(message) => {
-                return self.report(
-                    Diagnostic::new(
-                        Code::HelmFailed,
-                        format!("helm template {} failed: {message}", v.chart),
-                    )
-                    .at(v.loc)
-                    .object(object),
-                )
-            }
-        };
+        self.session
+            .diagnostics
+            .push(problem.at(v.loc).object(object));
+        false
+    }
+
+    /// Parses a job's output into its nodes; returns the new jobs among them.
+    fn expand(&mut self, i: usize, output: &str) -> Vec<usize> {
+        let v = &self.jobs[i].release.values;
         let file = self.session.project.catalog.add_file(format!(
             "{} (helm output of {}/{})",
             v.chart, v.namespace, v.name
         ));
-        let (docs, problems) = self.session.project.parse_documents(&output, file);
+        let (docs, problems) = self.session.project.parse_documents(output, file);
         if !problems.is_empty() {
             self.session.diagnostics.extend(problems);
-            return;
+            return Vec::new();
         }
-        // Nested invocations default to the parent release's namespace.
+        // Nested releases default to the parent release's namespace.
         let namespace = v.namespace.clone();
-        self.releases.push(release.values);
-        let children = self.session.entries(docs, None, &namespace);
-        chain.push(key);
-        self.entries(children, chain);
-        chain.pop();
+        let mut chain = self.jobs[i].chain.clone();
+        chain.push(job_key(v));
+        let entries = self.session.entries(docs, None, &namespace);
+        let first_new = self.jobs.len();
+        let nodes = self.nodes(entries, &chain);
+        self.jobs[i].output = nodes;
+        (first_new..self.jobs.len()).collect()
     }
 
-    fn helm(&mut self) -> Option<Helm> {
-        let located = self
-            .helm
-            .get_or_insert_with(|| Helm::locate().map_err(|d| self.session.diagnostics.push(d)));
-        located.as_ref().ok().cloned()
+    fn flatten(&mut self, nodes: &[Node], out: &mut Vec<Document>) {
+        for node in nodes {
+            match node {
+                Node::Manifest(doc) => out.push(doc.clone()),
+                Node::Release(i) => {
+                    let children = std::mem::take(&mut self.jobs[*i].output);
+                    self.flatten(&children, out);
+                }
+            }
+        }
     }
+}
 
-    fn report(&mut self, d: Diagnostic) {
-        self.session.diagnostics.push(d);
+fn job_key(v: &InvocationValues) -> String {
+    format!("{} {}/{}", v.chart, v.namespace, v.name)
+}
+
+/// `f` over `items` on up to `jobs` threads; results in the order of `items`.
+fn parallel<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = jobs.clamp(1, items.len().max(1));
+    if workers == 1 {
+        return items.iter().map(f).collect();
     }
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, f(item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Multi-document YAML: each manifest as written, after a `---` line.

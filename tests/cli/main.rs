@@ -9,6 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod cache;
 mod remote;
 
 const SEPARATOR: &str = "==> status\n";
@@ -333,7 +334,7 @@ pub fn tempdir(name: &str) -> PathBuf {
     dir
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub fn copy_dir(from: &Path, to: &Path) {
     for entry in fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());

@@ -1,0 +1,250 @@
+//! The render cache and parallel renders, through whole runs of the binary.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::{args, copy_dir, nyl, root, tempdir};
+
+struct Run {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// (hits, misses) from the summary line.
+    fn counts(&self) -> (usize, usize) {
+        let line = self
+            .stderr
+            .lines()
+            .find_map(|l| {
+                l.split_once("render cache: ")
+                    .map(|(_, rest)| rest.to_string())
+            })
+            .unwrap_or_else(|| panic!("no cache summary in {}", self.stderr));
+        let numbers: Vec<usize> = line
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        (numbers[0], numbers[1])
+    }
+}
+
+/// A private copy of the render fixture and a cache directory for it.
+fn setup(name: &str) -> (PathBuf, PathBuf) {
+    let tmp = tempdir(name);
+    let repo = tmp.join("repo");
+    fs::create_dir_all(&repo).unwrap();
+    copy_dir(&root().join("tests/fixtures/render"), &repo);
+    (repo, tmp.join("cache"))
+}
+
+fn render(repo: &Path, cache: &Path, extra: &str) -> Run {
+    let line = format!(
+        "render --target prod-eu-1 {extra} apps/dump.yaml apps/nested.yaml apps/helmchart.yaml"
+    );
+    let env = [
+        ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
+        ("RUST_LOG".to_string(), "nyl_render::cache=info".to_string()),
+    ];
+    let (status, stdout, stderr) = nyl(repo, &args(&line), &env);
+    Run {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from}", path.display());
+    fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn a_hit_gives_byte_identical_output_also_on_a_fresh_copy() {
+    let (repo, cache) = setup("cache-hit");
+    let cold = render(&repo, &cache, "");
+    assert_eq!(cold.status, 0, "{}", cold.stderr);
+    assert_eq!(
+        cold.counts(),
+        (0, 5),
+        "dump, parent, its child and two HelmCharts: {}",
+        cold.stderr
+    );
+    let warm = render(&repo, &cache, "");
+    assert_eq!(warm.counts(), (5, 0));
+    assert_eq!(warm.stdout, cold.stdout);
+    // Argo CD unpacks a fresh copy of the repository for every request: content, not paths.
+    let copy = repo.parent().unwrap().join("copy");
+    fs::create_dir_all(&copy).unwrap();
+    copy_dir(&repo, &copy);
+    let fresh = render(&copy, &cache, "");
+    assert_eq!(fresh.counts(), (5, 0));
+    assert_eq!(fresh.stdout, cold.stdout);
+}
+
+#[test]
+fn every_key_input_change_is_a_miss() {
+    let (repo, cache) = setup("cache-keys");
+    let base = render(&repo, &cache, "");
+    assert_eq!(base.status, 0, "{}", base.stderr);
+    assert_eq!(render(&repo, &cache, "").counts(), (5, 0));
+
+    // A chart file: only the releases of that chart miss (dump and the parent's child).
+    edit(
+        &repo.join("components/example/v1/Dump/templates/dump.yaml"),
+        "What Helm ended up with",
+        "What Helm got",
+    );
+    let run = render(&repo, &cache, "");
+    assert_eq!(run.counts(), (3, 2));
+    assert_ne!(run.stdout, base.stdout);
+
+    // The contract.
+    edit(
+        &repo.join("components/example/v1/Dump/nyl-component.yaml"),
+        "to: /storage/class}",
+        "to: /storage/klass}",
+    );
+    assert_eq!(render(&repo, &cache, "").counts(), (3, 2));
+
+    // A Cluster value that reaches an import.
+    edit(
+        &repo.join("targets/prod.yaml"),
+        "fromTarget: cluster-value",
+        "fromTarget: changed",
+    );
+    assert_eq!(render(&repo, &cache, "").counts(), (3, 2));
+
+    // The kube version misses everything; asking again for it hits.
+    assert_eq!(
+        render(&repo, &cache, "--kube-version 1.28.0").counts(),
+        (0, 5)
+    );
+    assert_eq!(
+        render(&repo, &cache, "--kube-version 1.28.0").counts(),
+        (5, 0)
+    );
+}
+
+#[test]
+fn another_helm_binary_is_a_miss() {
+    let (repo, cache) = setup("cache-helm");
+    assert_eq!(render(&repo, &cache, "").counts(), (0, 5));
+    // A copy of the binary is another binary to the cache (its identity is probed once per run).
+    let other = repo.parent().unwrap().join("other-helm");
+    fs::copy(super::helm(), &other).unwrap();
+    let env = [
+        ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
+        ("RUST_LOG".to_string(), "nyl_render::cache=info".to_string()),
+        ("NYL_HELM".to_string(), other.display().to_string()),
+    ];
+    let (status, _, stderr) = nyl(
+        &repo,
+        &args("render --target prod-eu-1 apps/dump.yaml apps/nested.yaml apps/helmchart.yaml"),
+        &env,
+    );
+    assert_eq!(status, 0, "{stderr}");
+    assert!(
+        stderr.contains("render cache: 0 hits, 5 misses"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_corrupt_entry_is_a_miss_never_wrong_output() {
+    let (repo, cache) = setup("cache-corrupt");
+    let cold = render(&repo, &cache, "");
+    let entries: Vec<PathBuf> = walkdir::WalkDir::new(&cache)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "entry"))
+        .map(|e| e.into_path())
+        .collect();
+    assert_eq!(entries.len(), 5);
+    // One entry flipped, one truncated, one emptied.
+    let text = fs::read_to_string(&entries[0]).unwrap();
+    fs::write(
+        &entries[0],
+        text.replacen("ConfigMap", "ConfigMaq", 1)
+            .replacen("Widget", "Widgat", 1),
+    )
+    .unwrap();
+    let bytes = fs::read(&entries[1]).unwrap();
+    fs::write(&entries[1], &bytes[..bytes.len() / 2]).unwrap();
+    fs::write(&entries[2], "").unwrap();
+    let run = render(&repo, &cache, "");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, cold.stdout);
+    assert_eq!(run.counts(), (2, 3));
+    assert_eq!(
+        run.stderr.matches("corrupt render cache entry").count(),
+        3,
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn concurrent_writers_do_not_corrupt_the_cache() {
+    let (repo, cache) = setup("cache-concurrent");
+    let runs: Vec<Run> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| render(&repo, &cache, "-j 2")))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for run in &runs {
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        assert_eq!(run.stdout, runs[0].stdout);
+    }
+    let after = render(&repo, &cache, "");
+    assert_eq!(after.counts(), (5, 0), "{}", after.stderr);
+    assert!(!after.stderr.contains("corrupt"), "{}", after.stderr);
+    assert_eq!(after.stdout, runs[0].stdout);
+}
+
+#[test]
+fn an_unwritable_cache_costs_one_warning_not_the_render() {
+    let (repo, tmp) = setup("cache-unwritable");
+    fs::write(&tmp, "a file where the cache directory should be").unwrap();
+    let run = render(&repo, &tmp.join("cache"), "");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("kind: ConfigMap"));
+    assert_eq!(
+        run.stderr.matches("render cache not written").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn no_cache_and_refresh() {
+    let (repo, cache) = setup("cache-flags");
+    let off = render(&repo, &cache, "--no-cache");
+    assert_eq!(off.status, 0, "{}", off.stderr);
+    assert!(
+        !off.stderr.contains("render cache:"),
+        "nothing counted: {}",
+        off.stderr
+    );
+    assert!(!cache.exists(), "--no-cache writes nothing");
+    assert_eq!(render(&repo, &cache, "").counts(), (0, 5));
+    assert_eq!(
+        render(&repo, &cache, "--refresh").counts(),
+        (0, 5),
+        "--refresh does not read"
+    );
+    assert_eq!(render(&repo, &cache, "").counts(), (5, 0));
+}
+
+#[test]
+fn parallel_renders_keep_order_and_bytes() {
+    let (repo, cache) = setup("parallel");
+    let serial = render(&repo, &cache, "-j 1 --no-cache");
+    let parallel = render(&repo, &cache, "-j 8 --no-cache");
+    assert_eq!(serial.status, 0, "{}", serial.stderr);
+    assert_eq!(parallel.stdout, serial.stdout);
+}
