@@ -56,6 +56,11 @@ pub struct Cache {
     warned_unwritable: AtomicBool,
 }
 
+/// Where remembered `helm version` probes live inside a cache directory.
+pub fn probes_dir(dir: &Path) -> PathBuf {
+    dir.join("helm-probes")
+}
+
 /// `NYL_CACHE_DIR`, else `$XDG_CACHE_HOME/nyl`, else `~/.cache/nyl`.
 pub fn default_dir() -> Option<PathBuf> {
     let var = |k: &str| {
@@ -70,17 +75,11 @@ pub fn default_dir() -> Option<PathBuf> {
 
 impl Cache {
     pub fn new(dir: PathBuf, mode: Mode, max_bytes: u64, helm: &Helm) -> Cache {
-        let meta = fs::metadata(&helm.path).ok();
-        let mtime = meta
-            .as_ref()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
         Cache {
             dir,
             mode,
             max_bytes,
-            helm_identity: format!("{} {} {mtime}", helm.version, meta.map_or(0, |m| m.len())),
+            helm_identity: helm.identity.clone(),
             chart_digests: Mutex::new(HashMap::new()),
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),

@@ -4,9 +4,13 @@
 //! Helm's stdout and stderr are read concurrently, so a chatty chart cannot deadlock the run.
 
 use std::ffi::OsString;
+use std::fs;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
 
 use tracing::{debug, warn};
 
@@ -24,6 +28,8 @@ pub struct Helm {
     pub path: PathBuf,
     /// As Helm prints it: `v4.3.1`.
     pub version: String,
+    /// Version, size and modification time: what the render cache keys the binary by.
+    pub identity: String,
 }
 
 /// Everything `helm template` is given for one release.
@@ -39,8 +45,10 @@ pub struct Template<'a> {
 }
 
 impl Helm {
-    /// `NYL_HELM`, else `helm` on `PATH`; runs `helm version` once to check it.
-    pub fn locate() -> Result<Helm, Diagnostic> {
+    /// `NYL_HELM`, else `helm` on `PATH`, checked to be Helm 3.8 or newer. Running `helm version`
+    /// costs as much as a render, so its answer is remembered per binary (path, size and
+    /// modification time) in `probes`, when given: a warm render then starts no process at all.
+    pub fn locate(probes: Option<&Path>) -> Result<Helm, Diagnostic> {
         let path = match std::env::var_os("NYL_HELM").filter(|p| !p.is_empty()) {
             Some(path) => PathBuf::from(path),
             None => find_on_path("helm").ok_or_else(|| {
@@ -50,40 +58,45 @@ impl Helm {
                 )
             })?,
         };
-        let output = Command::new(&path)
-            .args(["version", "--template", "{{.Version}}"])
-            .output()
-            .map_err(|e| {
-                Diagnostic::new(
-                    Code::HelmNotFound,
-                    format!("cannot run helm at {}: {e}", path.display()),
-                )
-            })?;
-        let version = String::from_utf8_lossy(&output.stdout).trim().to_string();
-        match parse_version(&version) {
-            Some(v) if output.status.success() && v >= MIN_VERSION => {
-                debug!(helm = %path.display(), %version, "helm found");
-                Ok(Helm { path, version })
+        let meta = fs::metadata(&path).map_err(|e| {
+            Diagnostic::new(
+                Code::HelmNotFound,
+                format!("cannot run helm at {}: {e}", path.display()),
+            )
+        })?;
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let identity = format!("{} {mtime}", meta.len());
+        let probe = probes.map(|dir| {
+            let name: String = Sha256::digest(format!("{} {identity}", path.display()))
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            dir.join(name)
+        });
+        let remembered = probe
+            .as_ref()
+            .and_then(|p| fs::read_to_string(p).ok())
+            .filter(|v| parse_version(v).is_some_and(|v| v >= MIN_VERSION));
+        let version = match remembered {
+            Some(version) => version,
+            None => {
+                let version = probe_version(&path)?;
+                if let Some(p) = &probe {
+                    remember(p, &version);
+                }
+                version
             }
-            Some(_) => Err(Diagnostic::new(
-                Code::HelmVersionUnsupported,
-                format!(
-                    "{} is Helm {version}; nyl needs Helm 3.8 or newer",
-                    path.display()
-                ),
-            )),
-            None => Err(Diagnostic::new(
-                Code::HelmVersionUnsupported,
-                format!(
-                    "cannot read the version of {} (it printed {:?}); is it Helm?",
-                    path.display(),
-                    trim_stderr(&format!(
-                        "{version}{}",
-                        String::from_utf8_lossy(&output.stderr)
-                    ))
-                ),
-            )),
-        }
+        };
+        debug!(helm = %path.display(), %version, "helm found");
+        Ok(Helm {
+            path,
+            identity: format!("{version} {identity}"),
+            version,
+        })
     }
 
     /// The arguments of `helm template` for `t`, values read from stdin.
@@ -142,6 +155,53 @@ impl Helm {
         }
         String::from_utf8(output.stdout)
             .map_err(|_| "helm printed output that is not UTF-8".to_string())
+    }
+}
+
+/// Runs `helm version` and checks the answer.
+fn probe_version(path: &Path) -> Result<String, Diagnostic> {
+    let output = Command::new(path)
+        .args(["version", "--template", "{{.Version}}"])
+        .output()
+        .map_err(|e| {
+            Diagnostic::new(
+                Code::HelmNotFound,
+                format!("cannot run helm at {}: {e}", path.display()),
+            )
+        })?;
+    let version = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    match parse_version(&version) {
+        Some(v) if output.status.success() && v >= MIN_VERSION => Ok(version),
+        Some(_) => Err(Diagnostic::new(
+            Code::HelmVersionUnsupported,
+            format!(
+                "{} is Helm {version}; nyl needs Helm 3.8 or newer",
+                path.display()
+            ),
+        )),
+        None => Err(Diagnostic::new(
+            Code::HelmVersionUnsupported,
+            format!(
+                "cannot read the version of {} (it printed {:?}); is it Helm?",
+                path.display(),
+                trim_stderr(&format!(
+                    "{version}{}",
+                    String::from_utf8_lossy(&output.stderr)
+                ))
+            ),
+        )),
+    }
+}
+
+/// Stores a probe's answer; a probe that cannot be stored is simply run again next time.
+fn remember(probe: &Path, version: &str) {
+    let Some(dir) = probe.parent() else { return };
+    let tmp = dir.join(format!(".tmp-{}", std::process::id()));
+    let stored = fs::create_dir_all(dir)
+        .and_then(|()| fs::write(&tmp, version))
+        .and_then(|()| fs::rename(&tmp, probe));
+    if stored.is_err() {
+        let _ = fs::remove_file(&tmp);
     }
 }
 

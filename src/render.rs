@@ -164,7 +164,12 @@ impl Tree<'_> {
         if pending.is_empty() {
             return true;
         }
-        let helm = match Helm::locate() {
+        let probes = req
+            .cache_dir
+            .as_deref()
+            .filter(|_| req.cache != cache::Mode::Off)
+            .map(cache::probes_dir);
+        let helm = match Helm::locate(probes.as_deref()) {
             Ok(helm) => helm,
             Err(d) => {
                 self.session.diagnostics.push(d);

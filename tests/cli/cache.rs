@@ -248,3 +248,26 @@ fn parallel_renders_keep_order_and_bytes() {
     assert_eq!(serial.status, 0, "{}", serial.stderr);
     assert_eq!(parallel.stdout, serial.stdout);
 }
+
+#[test]
+fn the_cache_stays_within_its_bound() {
+    let (repo, cache) = setup("cache-bound");
+    let env = [
+        ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
+        ("NYL_CACHE_MAX_BYTES".to_string(), "1500".to_string()),
+    ];
+    let (status, _, stderr) = nyl(
+        &repo,
+        &args("render --target prod-eu-1 -j 1 apps/dump.yaml apps/nested.yaml apps/helmchart.yaml"),
+        &env,
+    );
+    assert_eq!(status, 0, "{stderr}");
+    let sizes: Vec<u64> = walkdir::WalkDir::new(&cache)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "entry"))
+        .map(|e| e.metadata().unwrap().len())
+        .collect();
+    assert!(!sizes.is_empty() && sizes.len() < 5, "{sizes:?}");
+    assert!(sizes.iter().sum::<u64>() <= 1500, "{sizes:?}");
+}
