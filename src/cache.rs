@@ -319,6 +319,7 @@ mod tests {
         let helm = Helm {
             path: PathBuf::from("/nonexistent/helm"),
             version: helm_version.into(),
+            identity: format!("{helm_version} 1 2"),
         };
         let cache = Cache::new(PathBuf::from("/nonexistent"), Mode::ReadWrite, 0, &helm);
         let chart = ChartSpec::Remote(RemoteChart {
