@@ -116,14 +116,8 @@ impl Project {
 
     /// Reads and parses one YAML file, registering it in the catalog.
     pub fn read_yaml(&mut self, path: &Path) -> (FileId, Vec<Node>, Vec<Diagnostic>) {
-        let file = self.catalog.add_file(self.display_path(path));
-        match fs::read_to_string(path) {
-            Ok(text) => {
-                let parsed = yaml::parse_stream(&text, file, &self.limits);
-                (file, parsed.docs, parsed.diagnostics)
-            }
-            Err(e) => (file, Vec::new(), vec![read_error(&e, file)]),
-        }
+        let (file, docs, problems) = self.read_documents(path);
+        (file, docs.into_iter().map(|d| d.node).collect(), problems)
     }
 
     /// Reads one YAML file as documents that keep their text (app files, whose plain manifests
