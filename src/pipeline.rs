@@ -62,7 +62,7 @@ impl Session {
     /// catalog and problems when there is no usable project.
     /// `root` fixes the project root (the Argo CD app directory's); otherwise it is found from
     /// `first`.
-    pub fn open(
+    fn open(
         first: &Path,
         root: Option<&Path>,
         target: Option<&str>,
@@ -87,6 +87,23 @@ impl Session {
             diagnostics,
             evaluate,
         })
+    }
+
+    /// Opens the session of `paths` (the project of the first one) and reads every path's
+    /// entries, in order.
+    pub fn start(
+        paths: &[PathBuf],
+        root: Option<&Path>,
+        target: Option<&str>,
+        default_namespace: &str,
+    ) -> Result<(Session, Vec<Entry>), (Catalog, Vec<Diagnostic>)> {
+        let first = paths.first().cloned().unwrap_or_else(|| PathBuf::from("."));
+        let mut session = Session::open(&first, root, target)?;
+        let mut entries = Vec::new();
+        for path in paths {
+            entries.extend(session.read_path(path, default_namespace));
+        }
+        Ok((session, entries))
     }
 
     pub fn has_errors(&self) -> bool {
@@ -312,13 +329,13 @@ pub struct Outcome {
 }
 
 pub fn values(req: &Request) -> Outcome {
-    let first = req
-        .paths
-        .first()
-        .cloned()
-        .unwrap_or_else(|| PathBuf::from("."));
-    let mut session = match Session::open(&first, None, req.target.as_deref()) {
-        Ok(session) => session,
+    let (mut session, entries) = match Session::start(
+        &req.paths,
+        None,
+        req.target.as_deref(),
+        &req.default_namespace,
+    ) {
+        Ok(started) => started,
         Err((catalog, diagnostics)) => {
             return Outcome {
                 catalog,
@@ -327,14 +344,13 @@ pub fn values(req: &Request) -> Outcome {
             }
         }
     };
-    let mut items = Vec::new();
-    for path in &req.paths {
-        for entry in session.read_path(path, &req.default_namespace) {
-            if let Entry::Release(release) = entry {
-                items.push(release.values);
-            }
-        }
-    }
+    let items: Vec<InvocationValues> = entries
+        .into_iter()
+        .filter_map(|entry| match entry {
+            Entry::Release(release) => Some(release.values),
+            Entry::Manifest(_) => None,
+        })
+        .collect();
     check_releases(items.iter(), &mut session.diagnostics);
     if items.is_empty() && !session.has_errors() {
         session.diagnostics.push(Diagnostic::new(

@@ -47,13 +47,14 @@ pub struct Outcome {
 }
 
 pub fn render(req: &Request) -> Outcome {
-    let first = req
-        .paths
-        .first()
-        .cloned()
-        .unwrap_or_else(|| PathBuf::from("."));
-    let mut session = match Session::open(&first, req.root.as_deref(), req.target.as_deref()) {
-        Ok(session) => session,
+    let started = Session::start(
+        &req.paths,
+        req.root.as_deref(),
+        req.target.as_deref(),
+        &req.default_namespace,
+    );
+    let (mut session, entries) = match started {
+        Ok(started) => started,
         Err((catalog, diagnostics)) => {
             return Outcome {
                 catalog,
@@ -62,10 +63,6 @@ pub fn render(req: &Request) -> Outcome {
             }
         }
     };
-    let mut entries = Vec::new();
-    for path in &req.paths {
-        entries.extend(session.read_path(path, &req.default_namespace));
-    }
     let target = session.target.as_ref();
     let kube_version = req
         .kube_version

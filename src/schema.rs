@@ -83,6 +83,17 @@ const ANNOTATIONS: Field = field(
     "Annotations, as on any Kubernetes object; nyl does not read them.",
 );
 
+const RELEASE_METADATA: Field = required(
+    "metadata",
+    &Shape::Object(&[
+        required("name", &Shape::String, "The Helm release name."),
+        field("namespace", &Shape::String, "The release namespace."),
+        LABELS,
+        ANNOTATIONS,
+    ]),
+    "The release's name and namespace.",
+);
+
 const TARGET_METADATA: Shape = Shape::Object(&[
     required(
         "name",
@@ -196,16 +207,7 @@ pub const INVOCATION: Shape = Shape::Object(&[
         "The component: a path under a components search path, an alias, or a remote chart \
          shortcut `<base>[#<chart>][@<version>]`.",
     ),
-    required(
-        "metadata",
-        &Shape::Object(&[
-            required("name", &Shape::String, "The Helm release name."),
-            field("namespace", &Shape::String, "The release namespace."),
-            LABELS,
-            ANNOTATIONS,
-        ]),
-        "The release's name and namespace.",
-    ),
+    RELEASE_METADATA,
     field(
         "spec",
         &Shape::Values,
@@ -235,16 +237,7 @@ pub const INVOCATION: Shape = Shape::Object(&[
 pub const HELM_CHART: Shape = Shape::Object(&[
     API_VERSION,
     KIND,
-    required(
-        "metadata",
-        &Shape::Object(&[
-            required("name", &Shape::String, "The Helm release name."),
-            field("namespace", &Shape::String, "The release namespace."),
-            LABELS,
-            ANNOTATIONS,
-        ]),
-        "The release's name and namespace.",
-    ),
+    RELEASE_METADATA,
     required(
         "spec",
         &Shape::Object(&[
