@@ -7,7 +7,8 @@ use std::fmt;
 
 use crate::provenance::{Catalog, Loc};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Severity {
     Warning,
     Error,
@@ -74,6 +75,22 @@ codes! {
     /// A YAML document is nested deeper, or expands (through aliases) to more nodes, than the
     /// limits allow. This stops alias bombs and pathological inputs before they exhaust memory.
     RepositoryTooComplex = "repository_too_complex", Error, Input;
+    /// A YAML file is larger than `limits.max_file_bytes` (default 4 MiB).
+    FileTooLarge = "file_too_large", Error, Input;
+    /// More YAML files were read than `limits.max_files` allows (default 2000).
+    TooManyFiles = "too_many_files", Error, Input;
+    /// The YAML read in one run adds up to more than `limits.max_total_bytes` (default 64 MiB).
+    RepositoryTooLarge = "repository_too_large", Error, Input;
+    /// A symbolic link or another file that is not a regular file stands where nyl reads files.
+    /// nyl follows no links, so nothing outside the repository can be read through one.
+    NotRegularFile = "not_regular_file", Error, Input;
+    /// A rendered app is larger than `limits.max_render_bytes` (default 64 MiB).
+    RenderTooLarge = "render_too_large", Error, Input;
+    /// A file holds invocations or HelmCharts, but no DeploymentTarget's `spec.apps` names it, so
+    /// no target deploys it.
+    AppUnassigned = "app_unassigned", Warning, Input;
+    /// A glob in a DeploymentTarget's `spec.apps` matches no file or directory.
+    AppsGlobUnmatched = "apps_glob_unmatched", Warning, Input;
     /// A value cannot be handed to Helm: `.inf` and `.nan` have no JSON form.
     UnsupportedValue = "unsupported_value", Error, Input;
     /// A nyl object (or `nyl.toml`) has a field its kind does not define. Usually a typo or a field
@@ -163,6 +180,8 @@ pub struct Diagnostic {
     pub object: Option<String>,
     /// Another place the problem involves (the first definition of a duplicate).
     pub related: Option<Loc>,
+    /// The field concerned, as a dotted path (`spec.values`).
+    pub path: Option<String>,
 }
 
 impl Diagnostic {
@@ -174,6 +193,7 @@ impl Diagnostic {
             loc: None,
             object: None,
             related: None,
+            path: None,
         }
     }
 
@@ -201,26 +221,82 @@ impl Diagnostic {
         self.severity == Severity::Error
     }
 
-    /// `FILE:LINE: error CODE: MESSAGE (Kind/name)`.
+    pub fn path(mut self, path: &str) -> Self {
+        self.path = (!path.is_empty()).then(|| path.to_string());
+        self
+    }
+
+    /// The diagnostic with its file and line spelled out, for printing.
+    pub fn resolve(&self, catalog: &Catalog, target: Option<&str>) -> Issue {
+        let mut message = self.message.clone();
+        if let Some(related) = self.related {
+            message.push_str(&format!(" (see {})", catalog.loc(related)));
+        }
+        Issue {
+            severity: self.severity,
+            code: self.code.name(),
+            message,
+            file: self.loc.map(|l| catalog.file(l.file).to_string()),
+            line: self.loc.map(|l| l.line).filter(|l| *l > 0),
+            path: self.path.clone(),
+            object: self.object.clone(),
+            target: target.map(str::to_string),
+        }
+    }
+
+    /// `FILE:LINE: error CODE: MESSAGE (Kind/name, path)`.
     pub fn render(&self, catalog: &Catalog) -> String {
+        self.resolve(catalog, None).text()
+    }
+}
+
+/// A diagnostic as printed: resolved against its catalog, so issues of several runs can be
+/// gathered, compared and serialized.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct Issue {
+    pub severity: Severity,
+    pub code: &'static str,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+impl Issue {
+    /// `FILE:LINE: SEVERITY CODE: MESSAGE (Kind/name, path)`.
+    pub fn text(&self) -> String {
         let mut out = String::new();
-        if let Some(loc) = self.loc {
-            out.push_str(&catalog.loc(loc));
+        if let Some(file) = &self.file {
+            out.push_str(file);
+            if let Some(line) = self.line {
+                out.push_str(&format!(":{line}"));
+            }
             out.push_str(": ");
         }
         out.push_str(&format!(
             "{} {}: {}",
-            self.severity,
-            self.code.name(),
-            self.message
+            self.severity, self.code, self.message
         ));
-        if let Some(related) = self.related {
-            out.push_str(&format!(" (see {})", catalog.loc(related)));
-        }
-        if let Some(object) = &self.object {
-            out.push_str(&format!(" ({object})"));
+        let context: Vec<&str> = [&self.object, &self.path]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        if !context.is_empty() {
+            out.push_str(&format!(" ({})", context.join(", ")));
         }
         out
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
     }
 }
 

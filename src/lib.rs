@@ -25,6 +25,7 @@ pub mod cache;
 pub mod cli;
 pub mod components;
 pub mod diagnostics;
+pub mod glob;
 pub mod helm;
 pub mod merge;
 pub mod objects;

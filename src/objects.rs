@@ -339,6 +339,29 @@ pub struct Config {
     pub targets_search_paths: Vec<String>,
     /// Invocation kind -> (component path or remote shortcut, where it was written).
     pub aliases: IndexMap<String, (String, Loc)>,
+    pub limits: Limits,
+}
+
+/// `[limits]` of `nyl.toml`: bounds on what one run reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_file_bytes: u64,
+    pub max_files: u64,
+    pub max_total_bytes: u64,
+    pub max_nodes: u64,
+    pub max_render_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 4 << 20,
+            max_files: 2000,
+            max_total_bytes: 64 << 20,
+            max_nodes: 500_000,
+            max_render_bytes: 64 << 20,
+        }
+    }
 }
 
 impl Default for Config {
@@ -348,6 +371,7 @@ impl Default for Config {
             components_search_paths: vec![DEFAULT_COMPONENTS.to_string()],
             targets_search_paths: vec![DEFAULT_TARGETS.to_string()],
             aliases: IndexMap::new(),
+            limits: Limits::default(),
         }
     }
 }
@@ -372,7 +396,25 @@ pub fn config(doc: &Node) -> Result<Config, Vec<Diagnostic>> {
                 .collect()
         })
         .unwrap_or_default();
+    let limits = doc.field("limits");
+    let limit = |key: &str, default: u64| {
+        limits
+            .and_then(|l| l.field(key))
+            .and_then(|n| match &n.value {
+                Value::Number(n) => n.as_u64(),
+                _ => None,
+            })
+            .unwrap_or(default)
+    };
+    let d = Limits::default();
     Ok(Config {
+        limits: Limits {
+            max_file_bytes: limit("max_file_bytes", d.max_file_bytes),
+            max_files: limit("max_files", d.max_files),
+            max_total_bytes: limit("max_total_bytes", d.max_total_bytes),
+            max_nodes: limit("max_nodes", d.max_nodes),
+            max_render_bytes: limit("max_render_bytes", d.max_render_bytes),
+        },
         components_search_paths: paths("components_search_paths", DEFAULT_COMPONENTS),
         targets_search_paths: paths("targets_search_paths", DEFAULT_TARGETS),
         aliases,

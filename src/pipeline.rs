@@ -4,6 +4,7 @@
 //! the entries in order, feeding chart output back through [`Session::entries`].
 
 use std::collections::HashMap;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::components::{self, Chart};
@@ -125,6 +126,15 @@ impl Session {
         };
         let mut entries = Vec::new();
         for file in files {
+            // A link is refused before it is resolved: read_documents reports it.
+            let file = match fs::symlink_metadata(&file) {
+                Ok(meta) if !meta.file_type().is_file() => {
+                    let (_, _, problems) = self.project.read_documents(&file);
+                    self.diagnostics.extend(problems);
+                    continue;
+                }
+                _ => file,
+            };
             let file = match self.project.inside(&file) {
                 Ok(file) => file,
                 Err(d) => {

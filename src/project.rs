@@ -37,8 +37,9 @@ pub struct Project {
     pub catalog: Catalog,
     pub clusters: Vec<Cluster>,
     pub targets: Vec<DeploymentTarget>,
-    limits: Limits,
     contracts: HashMap<PathBuf, ContractState>,
+    files_read: u64,
+    bytes_read: u64,
 }
 
 /// The nearest directory at or above `start` that holds `nyl.toml`.
@@ -87,8 +88,9 @@ impl Project {
             catalog,
             clusters: Vec::new(),
             targets: Vec::new(),
-            limits: Limits::default(),
             contracts: HashMap::new(),
+            files_read: 0,
+            bytes_read: 0,
         };
         let mut diags = Vec::new();
         project.load_targets(&mut diags);
@@ -124,18 +126,62 @@ impl Project {
     /// are passed on as written).
     pub fn read_documents(&mut self, path: &Path) -> (FileId, Vec<Document>, Vec<Diagnostic>) {
         let file = self.catalog.add_file(self.display_path(path));
+        let at = Loc::new(file, 0);
+        let fail = |d: Diagnostic| (file, Vec::new(), vec![d.at(at)]);
+        let meta = match fs::symlink_metadata(path) {
+            Ok(meta) => meta,
+            Err(e) => return fail(read_error(&e, file)),
+        };
+        if !meta.file_type().is_file() {
+            return fail(not_regular(&meta));
+        }
+        let limits = self.config.limits;
+        if meta.len() > limits.max_file_bytes {
+            return fail(Diagnostic::new(
+                Code::FileTooLarge,
+                format!(
+                    "the file has {} bytes, more than limits.max_file_bytes ({}) in {CONFIG_FILE}",
+                    meta.len(),
+                    limits.max_file_bytes
+                ),
+            ));
+        }
+        self.files_read += 1;
+        self.bytes_read += meta.len();
+        if self.files_read > limits.max_files {
+            return fail(Diagnostic::new(
+                Code::TooManyFiles,
+                format!(
+                    "more than limits.max_files ({}) YAML files to read; raise it in {CONFIG_FILE}",
+                    limits.max_files
+                ),
+            ));
+        }
+        if self.bytes_read > limits.max_total_bytes {
+            return fail(Diagnostic::new(
+                Code::RepositoryTooLarge,
+                format!(
+                    "the YAML read adds up to more than limits.max_total_bytes ({}); raise it in {CONFIG_FILE}",
+                    limits.max_total_bytes
+                ),
+            ));
+        }
         match fs::read_to_string(path) {
             Ok(text) => {
                 let (docs, diags) = self.parse_documents(&text, file);
                 (file, docs, diags)
             }
-            Err(e) => (file, Vec::new(), vec![read_error(&e, file)]),
+            Err(e) => fail(read_error(&e, file)),
         }
     }
 
     /// Parses YAML text (a file, or Helm's output) with the project's limits.
     pub fn parse_documents(&self, text: &str, file: FileId) -> (Vec<Document>, Vec<Diagnostic>) {
-        yaml::parse_documents(text, file, &self.limits)
+        let limits = Limits {
+            max_nodes: usize::try_from(self.config.limits.max_nodes).unwrap_or(usize::MAX),
+            ..Limits::default()
+        };
+        yaml::parse_documents(text, file, &limits)
     }
 
     /// `path` canonicalized, when it lies inside the project root; symbolic links are followed
@@ -169,7 +215,7 @@ impl Project {
                 .sort_by_file_name()
                 .into_iter()
                 .filter_map(Result::ok)
-                .filter(|e| e.file_type().is_file() && is_yaml(e.path()))
+                .filter(|e| !e.file_type().is_dir() && is_yaml(e.path()))
                 .map(walkdir::DirEntry::into_path);
             for path in files.collect::<Vec<_>>() {
                 let (_, docs, problems) = self.read_yaml(&path);
@@ -219,7 +265,7 @@ impl Project {
             .map_err(not_found)?
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| p.is_file() && is_yaml(p))
+            .filter(|p| is_yaml(p) && fs::symlink_metadata(p).is_ok_and(|m| !m.is_dir()))
             .collect();
         files.sort();
         Ok(files)
@@ -309,7 +355,20 @@ enum ContractState {
     Broken,
 }
 
-fn is_yaml(path: &Path) -> bool {
+/// `not_regular_file` for what stands where a file was expected.
+pub fn not_regular(meta: &fs::Metadata) -> Diagnostic {
+    let what = if meta.file_type().is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    };
+    Diagnostic::new(
+        Code::NotRegularFile,
+        format!("{what}: nyl reads only regular files, so nothing outside the repository is reached through a link"),
+    )
+}
+
+pub fn is_yaml(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml")

@@ -95,6 +95,14 @@ pub fn render(req: &Request) -> Outcome {
         pipeline::check_releases(releases.into_iter(), &mut problems);
         session.diagnostics.extend(problems);
     }
+    let max = session.project.config.limits.max_render_bytes;
+    let size: u64 = manifests.iter().map(|d| d.text.len() as u64).sum();
+    if size > max {
+        session.diagnostics.push(Diagnostic::new(
+            Code::RenderTooLarge,
+            format!("the rendered app has {size} bytes, more than limits.max_render_bytes ({max}) in nyl.toml"),
+        ));
+    }
     let mut diagnostics = session.diagnostics;
     let failed = diagnostics.iter().any(Diagnostic::is_error);
     if !failed && manifests.is_empty() && !req.allow_empty {

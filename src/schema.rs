@@ -19,6 +19,8 @@ pub enum Shape {
     Values,
     String,
     Bool,
+    /// A whole number of at least 1.
+    Count,
     List(&'static Shape),
     /// A mapping from string keys to values of one shape.
     MapOf(&'static Shape),
@@ -105,7 +107,48 @@ const TARGET_METADATA: Shape = Shape::Object(&[
 ]);
 
 /// nyl.toml.
-pub const CONFIG: Shape = Shape::Object(&[field(
+pub const CONFIG: Shape = Shape::Object(&[
+    PROJECT,
+    field(
+        "limits",
+        &Shape::Object(&[
+            defaulted(
+                "max_file_bytes",
+                &Shape::Count,
+                "4194304 (4 MiB)",
+                "The largest YAML file nyl reads.",
+            ),
+            defaulted(
+                "max_files",
+                &Shape::Count,
+                "2000",
+                "The most YAML files one run reads.",
+            ),
+            defaulted(
+                "max_total_bytes",
+                &Shape::Count,
+                "67108864 (64 MiB)",
+                "The most YAML one run reads, all files together.",
+            ),
+            defaulted(
+                "max_nodes",
+                &Shape::Count,
+                "500000",
+                "The most YAML nodes in one document, counting alias expansions.",
+            ),
+            defaulted(
+                "max_render_bytes",
+                &Shape::Count,
+                "67108864 (64 MiB)",
+                "The largest rendered app.",
+            ),
+        ]),
+        "Limits on what one run reads and writes, so that no repository can exhaust the \
+         sidecar's memory.",
+    ),
+]);
+
+const PROJECT: Field = field(
     "project",
     &Shape::Object(&[
         defaulted(
@@ -128,7 +171,7 @@ pub const CONFIG: Shape = Shape::Object(&[field(
         ),
     ]),
     "Project settings.",
-)]);
+);
 
 /// `Cluster` (`k8s.nyl/v1`).
 pub const CLUSTER: Shape = Shape::Object(&[
@@ -319,8 +362,8 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    fn report(&mut self, code: Code, node: &Node, message: String) {
-        let mut d = Diagnostic::new(code, message).at(node.prov.loc);
+    fn report(&mut self, code: Code, node: &Node, path: &str, message: String) {
+        let mut d = Diagnostic::new(code, message).at(node.prov.loc).path(path);
         if let Some(object) = self.object {
             d = d.object(object);
         }
@@ -333,6 +376,7 @@ impl Checker<'_> {
             | (Shape::Values, Value::Map(_))
             | (Shape::String, Value::String(_))
             | (Shape::Bool, Value::Bool(_)) => {}
+            (Shape::Count, Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => {}
             (Shape::List(item), Value::Seq(items)) => {
                 for (i, n) in items.iter().enumerate() {
                     let len = path.len();
@@ -363,7 +407,7 @@ impl Checker<'_> {
                     expected(shape),
                     node.type_name()
                 );
-                self.report(Code::InvalidField, node, message);
+                self.report(Code::InvalidField, node, path, message);
             }
         }
     }
@@ -382,7 +426,7 @@ impl Checker<'_> {
                 Some(f) if n.is_null() => {
                     if f.required {
                         let message = format!("{} is required but null", display_path(path));
-                        self.report(Code::MissingField, n, message);
+                        self.report(Code::MissingField, n, path, message);
                     }
                 }
                 Some(f) => self.check(n, f.shape, path),
@@ -393,7 +437,7 @@ impl Checker<'_> {
                         display_path(path),
                         known.join(", ")
                     );
-                    self.report(Code::UnknownField, n, message);
+                    self.report(Code::UnknownField, n, path, message);
                 }
             }
             path.truncate(len);
@@ -405,8 +449,9 @@ impl Checker<'_> {
             let len = path.len();
             push_key(path, f.name);
             let message = format!("missing required field {}", display_path(path));
+            let field_path = path.clone();
             path.truncate(len);
-            self.report(Code::MissingField, node, message);
+            self.report(Code::MissingField, node, &field_path, message);
         }
     }
 }
@@ -433,6 +478,7 @@ pub fn expected(shape: &Shape) -> String {
         Shape::Values => "a mapping of values".into(),
         Shape::String => "a string".into(),
         Shape::Bool => "a boolean".into(),
+        Shape::Count => "a whole number of at least 1".into(),
         Shape::List(item) => format!("a list of {}", plural(item)),
         Shape::MapOf(value) => format!("a mapping of {}", plural(value)),
         Shape::Object(_) => "a mapping".into(),
