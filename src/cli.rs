@@ -15,6 +15,7 @@ use crate::project::{self, Project};
 use crate::provenance::Catalog;
 use crate::render;
 use crate::report;
+use crate::validate;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -33,6 +34,8 @@ enum Command {
     Values(ValuesArgs),
     /// Render manifests with the real `helm template` and print them as multi-document YAML.
     Render(RenderArgs),
+    /// Check the whole repository: every file, object and contract, and every app of every target.
+    Validate(ValidateArgs),
     /// The Argo CD config-management plugin's commands.
     #[command(subcommand)]
     Argocd(ArgocdCommand),
@@ -71,6 +74,35 @@ struct RenderArgs {
     /// Invocation files, or directories whose *.yaml/*.yml files hold the app.
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+struct ValidateArgs {
+    /// The directory to check (the repository root, or part of it).
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Warnings fail the run too.
+    #[arg(long)]
+    strict: bool,
+    /// Output format.
+    #[arg(long = "output", short = 'o', value_enum, default_value_t = ValidateFormat::Text)]
+    output: ValidateFormat,
+    /// Only this DeploymentTarget.
+    #[arg(long)]
+    target: Option<String>,
+    /// Check values only; do not render with Helm.
+    #[arg(long)]
+    no_render: bool,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ValidateFormat {
+    Text,
+    Json,
+    /// GitHub Actions annotations for pull requests.
+    Github,
 }
 
 /// How renders run: parallelism and the render cache.
@@ -125,6 +157,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Values(args) => values(args),
         Command::Render(args) => render(args),
+        Command::Validate(args) => validate(args),
         Command::Argocd(ArgocdCommand::Generate(engine)) => argocd_generate(engine),
         Command::Argocd(ArgocdCommand::Parameters) => argocd_parameters(),
     }
@@ -231,6 +264,7 @@ fn engine_request(engine: &EngineArgs) -> render::Request {
         cache_max_bytes: env_var("NYL_CACHE_MAX_BYTES")
             .and_then(|v| v.parse().ok())
             .unwrap_or(cache::DEFAULT_MAX_BYTES),
+        gate: render::Gate::AllInputs,
     }
 }
 
@@ -269,6 +303,42 @@ fn argocd_generate(engine: EngineArgs) -> ExitCode {
         ),
         Err(d) => ExitCode::from(report_diagnostics(vec![d], &Catalog::default())),
     }
+}
+
+fn validate(args: ValidateArgs) -> ExitCode {
+    let request = validate::Request {
+        dir: args.dir,
+        target: args.target,
+        render: !args.no_render,
+        engine: render::Request {
+            default_namespace: default_namespace(None),
+            ..engine_request(&args.engine)
+        },
+    };
+    let report = match validate::validate(&request, args.strict) {
+        Ok(report) => report,
+        Err(d) => return ExitCode::from(report_diagnostics(vec![d], &Catalog::default())),
+    };
+    let text = match args.output {
+        ValidateFormat::Text => validate::to_text(&report),
+        ValidateFormat::Json => validate::to_json(&report),
+        ValidateFormat::Github => validate::to_github(&report),
+    };
+    let written = write_stdout(&text);
+    if written != ExitCode::SUCCESS {
+        return written;
+    }
+    let usage = report
+        .issues
+        .iter()
+        .any(|i| i.is_error() && i.code.class() == diagnostics::Class::Usage);
+    ExitCode::from(if usage {
+        2
+    } else if report.valid {
+        0
+    } else {
+        1
+    })
 }
 
 fn argocd_parameters() -> ExitCode {

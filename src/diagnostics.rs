@@ -169,6 +169,12 @@ codes! {
     NoInvocations = "no_invocations", Warning, Input;
 }
 
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 /// One problem found in a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
@@ -234,7 +240,7 @@ impl Diagnostic {
         }
         Issue {
             severity: self.severity,
-            code: self.code.name(),
+            code: self.code,
             message,
             file: self.loc.map(|l| catalog.file(l.file).to_string()),
             line: self.loc.map(|l| l.line).filter(|l| *l > 0),
@@ -255,7 +261,7 @@ impl Diagnostic {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct Issue {
     pub severity: Severity,
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -270,7 +276,7 @@ pub struct Issue {
 }
 
 impl Issue {
-    /// `FILE:LINE: SEVERITY CODE: MESSAGE (Kind/name, path)`.
+    /// `FILE:LINE: SEVERITY CODE: MESSAGE (Kind/name, path, target T)`.
     pub fn text(&self) -> String {
         let mut out = String::new();
         if let Some(file) = &self.file {
@@ -282,9 +288,12 @@ impl Issue {
         }
         out.push_str(&format!(
             "{} {}: {}",
-            self.severity, self.code, self.message
+            self.severity,
+            self.code.name(),
+            self.message
         ));
-        let context: Vec<&str> = [&self.object, &self.path]
+        let target = self.target.as_ref().map(|t| format!("target {t}"));
+        let context: Vec<&str> = [&self.object, &self.path, &target]
             .into_iter()
             .flatten()
             .map(String::as_str)

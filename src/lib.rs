@@ -37,5 +37,6 @@ pub mod render;
 pub mod report;
 pub mod schema;
 pub mod targets;
+pub mod validate;
 pub mod value;
 pub mod yaml;

@@ -56,6 +56,8 @@ pub struct Session {
     /// False when the requested target is missing: files are still read and checked, so every
     /// other problem is reported, but nothing is evaluated against a target that is not there.
     evaluate: bool,
+    /// How many diagnostics loading the project produced (they come first).
+    pub loaded: usize,
 }
 
 impl Session {
@@ -87,6 +89,7 @@ impl Session {
             target,
             diagnostics,
             evaluate,
+            loaded: 0,
         })
     }
 
@@ -100,11 +103,17 @@ impl Session {
     ) -> Result<(Session, Vec<Entry>), (Catalog, Vec<Diagnostic>)> {
         let first = paths.first().cloned().unwrap_or_else(|| PathBuf::from("."));
         let mut session = Session::open(&first, root, target)?;
+        session.loaded = session.diagnostics.len();
         let mut entries = Vec::new();
         for path in paths {
             entries.extend(session.read_path(path, default_namespace));
         }
         Ok((session, entries))
+    }
+
+    /// Errors among the diagnostics after the first `skip` (those of loading the project).
+    pub fn has_errors_after(&self, skip: usize) -> bool {
+        self.diagnostics.iter().skip(skip).any(Diagnostic::is_error)
     }
 
     pub fn has_errors(&self) -> bool {

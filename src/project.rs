@@ -148,6 +148,12 @@ impl Project {
         }
         self.files_read += 1;
         self.bytes_read += meta.len();
+        // Each limit is reported once, at the file that crossed it; later files are not read.
+        if self.files_read > limits.max_files + 1
+            || self.bytes_read - meta.len() > limits.max_total_bytes
+        {
+            return (file, Vec::new(), Vec::new());
+        }
         if self.files_read > limits.max_files {
             return fail(Diagnostic::new(
                 Code::TooManyFiles,

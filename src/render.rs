@@ -36,6 +36,17 @@ pub struct Request {
     pub cache_dir: Option<PathBuf>,
     pub cache: cache::Mode,
     pub cache_max_bytes: u64,
+    pub gate: Gate,
+}
+
+/// Which problems stop Helm from running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Gate {
+    /// Any problem of the run (rendering: fail closed).
+    #[default]
+    AllInputs,
+    /// Only problems of the app's own files (validation, which reports the rest anyway).
+    AppInputs,
 }
 
 /// The rendered manifests in input order, or the problems that stopped the render.
@@ -73,8 +84,13 @@ pub fn render(req: &Request) -> Outcome {
         _ => req.api_versions.clone(),
     };
     let mut manifests = Vec::new();
-    // Fail closed: with any problem in the inputs, Helm is not even run.
-    if !session.has_errors() {
+    // Fail closed: with any problem in the inputs, Helm is not even run. Validation looks past
+    // problems elsewhere in the project, to find every app's own.
+    let skip = match req.gate {
+        Gate::AllInputs => 0,
+        Gate::AppInputs => session.loaded,
+    };
+    if !session.has_errors_after(skip) {
         let mut tree = Tree {
             session: &mut session,
             jobs: Vec::new(),
@@ -82,7 +98,7 @@ pub fn render(req: &Request) -> Outcome {
             api_versions,
         };
         let top = tree.nodes(entries, &[]);
-        if tree.run(req) {
+        if tree.run(req, skip) {
             tree.flatten(&top, &mut manifests);
         }
         let releases: Vec<&InvocationValues> = tree
@@ -164,7 +180,7 @@ impl Tree<'_> {
     }
 
     /// Renders every job, level by level; false when anything failed.
-    fn run(&mut self, req: &Request) -> bool {
+    fn run(&mut self, req: &Request, skip: usize) -> bool {
         let mut pending: Vec<usize> = (0..self.jobs.len()).collect();
         if pending.is_empty() {
             return true;
@@ -231,11 +247,11 @@ impl Tree<'_> {
                     }
                 }
             }
-            ok &= !self.session.has_errors();
+            ok &= !self.session.has_errors_after(skip);
             pending = next;
         }
         cache.summary();
-        ok && !self.session.has_errors()
+        ok && !self.session.has_errors_after(skip)
     }
 
     /// Checks a job against cycles and the depth limit before it is rendered.

@@ -175,6 +175,9 @@ cases! {
     imports_several_paths,
     imports_staging_optional_absent,
     imports_yaml11,
+    limits_render_bytes,
+    limits_too_many_files,
+    limits_total_bytes,
     no_project,
     render_allow_empty,
     render_cycle,
@@ -198,6 +201,17 @@ cases! {
     seed_json,
     seed_scratch_db,
     seed_without_target,
+    validate_example_clean,
+    validate_github,
+    validate_json,
+    validate_missing_dir,
+    validate_no_render,
+    validate_one_target,
+    validate_strict,
+    validate_text,
+    validate_unknown_output,
+    validate_unknown_target,
+    validate_warnings_pass,
 }
 
 #[test]

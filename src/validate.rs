@@ -1,0 +1,455 @@
+//! `nyl validate`: the whole repository checked before merge, as CI should see it.
+//!
+//! It checks every YAML file below the directory against the limits, every nyl object strictly
+//! wherever it sits, every component contract (used or not), and for every DeploymentTarget each
+//! app its `spec.apps` globs match: the values of every invocation and, unless `--no-render`, a
+//! real Helm render. Problems from all of it are gathered as [`Issue`]s, each reported once.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+
+use crate::diagnostics::{Code, Diagnostic, Issue};
+use crate::glob;
+use crate::objects::{self, DocKind};
+use crate::pipeline::{self, Session};
+use crate::project::{self, Project, CONTRACT_FILE};
+use crate::provenance::{Catalog, ObjectRef};
+use crate::render;
+use crate::targets;
+
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub dir: PathBuf,
+    /// Only this DeploymentTarget.
+    pub target: Option<String>,
+    /// Render every app with Helm (`--no-render` turns it off).
+    pub render: bool,
+    /// Parallelism and cache of the renders; its paths and target are set per app.
+    pub engine: render::Request,
+}
+
+/// What `nyl validate` found.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub valid: bool,
+    pub errors: usize,
+    pub warnings: usize,
+    /// Objects per kind.
+    pub objects: BTreeMap<String, usize>,
+    pub targets: usize,
+    pub apps: usize,
+    pub issues: Vec<Issue>,
+}
+
+impl Report {
+    /// Counts and orders the issues; `strict` makes warnings count against validity.
+    fn finish(mut self, strict: bool) -> Report {
+        self.issues.sort_by(|a, b| {
+            (&a.file, a.line, a.code, &a.message).cmp(&(&b.file, b.line, b.code, &b.message))
+        });
+        self.errors = self.issues.iter().filter(|i| i.is_error()).count();
+        self.warnings = self.issues.len() - self.errors;
+        self.valid = self.errors == 0 && (!strict || self.warnings == 0);
+        self
+    }
+}
+
+/// Gathers issues, dropping repeats (the same problem seen again by a later render).
+#[derive(Default)]
+struct Issues {
+    seen: HashSet<(String, Option<String>, Option<u32>, String)>,
+    list: Vec<Issue>,
+}
+
+impl Issues {
+    fn add(&mut self, d: &Diagnostic, catalog: &Catalog, target: Option<&str>) {
+        let issue = d.resolve(catalog, target);
+        let key = (
+            issue.code.name().to_string(),
+            issue.file.clone(),
+            issue.line,
+            issue.message.clone(),
+        );
+        if self.seen.insert(key) {
+            self.list.push(issue);
+        }
+    }
+
+    fn extend(&mut self, diags: &[Diagnostic], catalog: &Catalog, target: Option<&str>) {
+        diags.iter().for_each(|d| self.add(d, catalog, target));
+    }
+}
+
+/// Validates; `Err` is a usage problem (the directory does not exist).
+pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
+    if !req.dir.is_dir() {
+        return Err(Diagnostic::new(
+            Code::PathNotFound,
+            format!("{} is not a directory", req.dir.display()),
+        ));
+    }
+    let mut issues = Issues::default();
+    let mut report = Report::default();
+    let root = match project::find_root(&req.dir) {
+        Ok(root) => root,
+        Err(d) => {
+            issues.add(&d, &Catalog::default(), None);
+            return Ok(Report {
+                issues: issues.list,
+                ..report
+            }
+            .finish(strict));
+        }
+    };
+    let (mut project, diags) = match Project::load(root.clone()) {
+        Ok(loaded) => loaded,
+        Err((catalog, diags)) => {
+            issues.extend(&diags, &catalog, None);
+            return Ok(Report {
+                issues: issues.list,
+                ..report
+            }
+            .finish(strict));
+        }
+    };
+    issues.extend(&diags, &project.catalog, None);
+    let tree = Tree::scan(&project, &req.dir);
+    report.objects = count_target_objects(&project);
+    let app_files = check_objects(&mut project, &tree, &mut report, &mut issues);
+    check_contracts(&mut project, &tree, &mut issues);
+
+    let selected: Vec<_> = project
+        .targets
+        .iter()
+        .filter(|t| req.target.as_ref().is_none_or(|n| *n == t.name))
+        .cloned()
+        .collect();
+    if let Some(name) = &req.target {
+        if selected.is_empty() && !project.clusters.iter().any(|c| c.name == *name) {
+            issues.add(
+                &Diagnostic::new(
+                    Code::TargetNotFound,
+                    format!("no DeploymentTarget is named {name:?}"),
+                ),
+                &project.catalog,
+                None,
+            );
+        }
+    }
+    let mut covered: BTreeSet<String> = BTreeSet::new();
+    let mut apps = 0;
+    for target in &selected {
+        if let Err(d) = targets::select(&target.name, &project.clusters, &project.targets) {
+            issues.add(&d, &project.catalog, Some(&target.name));
+            continue;
+        }
+        let mut matched: BTreeSet<String> = BTreeSet::new();
+        for (pattern, loc) in &target.apps {
+            let hits: Vec<&String> = tree
+                .paths
+                .iter()
+                .filter(|p| glob::matches(pattern, p))
+                .collect();
+            if hits.is_empty() {
+                let d = Diagnostic::new(
+                    Code::AppsGlobUnmatched,
+                    format!("spec.apps glob {pattern:?} matches no file or directory"),
+                )
+                .at(*loc)
+                .object(format!("DeploymentTarget/{}", target.name));
+                issues.add(&d, &project.catalog, Some(&target.name));
+            }
+            matched.extend(hits.into_iter().cloned());
+        }
+        for app in &matched {
+            apps += 1;
+            check_app(req, &root, &target.name, app, &mut issues);
+        }
+        covered.extend(matched);
+    }
+    if req.target.is_none() {
+        for (file, loc) in &app_files {
+            let parent = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+            if !covered.contains(file) && !covered.contains(parent) {
+                let d = Diagnostic::new(
+                    Code::AppUnassigned,
+                    "no DeploymentTarget's spec.apps names this file or its directory, so no target deploys it",
+                )
+                .at(*loc);
+                issues.add(&d, &project.catalog, None);
+            }
+        }
+    }
+    report.targets = selected.len();
+    report.apps = apps;
+    report.issues = issues.list;
+    Ok(report.finish(strict))
+}
+
+/// The values (and, unless `--no-render`, the render) of one app for one target.
+fn check_app(req: &Request, root: &Path, target: &str, app: &str, issues: &mut Issues) {
+    let path = root.join(app);
+    if req.render {
+        let request = render::Request {
+            paths: vec![path],
+            root: Some(root.to_path_buf()),
+            target: Some(target.to_string()),
+            gate: render::Gate::AppInputs,
+            ..req.engine.clone()
+        };
+        let outcome = render::render(&request);
+        issues.extend(&outcome.diagnostics, &outcome.catalog, Some(target));
+        return;
+    }
+    match Session::start(
+        &[path],
+        Some(root),
+        Some(target),
+        &req.engine.default_namespace,
+    ) {
+        Ok((mut session, entries)) => {
+            let releases = entries.iter().filter_map(|e| match e {
+                pipeline::Entry::Release(r) => Some(&r.values),
+                pipeline::Entry::Manifest(_) => None,
+            });
+            let mut problems = Vec::new();
+            pipeline::check_releases(releases, &mut problems);
+            session.diagnostics.extend(problems);
+            issues.extend(&session.diagnostics, &session.project.catalog, Some(target));
+        }
+        Err((catalog, diags)) => issues.extend(&diags, &catalog, Some(target)),
+    }
+}
+
+/// The files and directories below the validated directory.
+struct Tree {
+    /// Every file and directory, relative to the project root with `/`, charts and hidden
+    /// directories left out: what `spec.apps` globs match against.
+    paths: Vec<String>,
+    /// YAML files outside charts and the targets search paths (which the project loads itself).
+    yaml_files: Vec<PathBuf>,
+    /// Directories holding `Chart.yaml`.
+    charts: Vec<PathBuf>,
+}
+
+impl Tree {
+    fn scan(project: &Project, dir: &Path) -> Tree {
+        let root = &project.root;
+        let target_dirs: Vec<PathBuf> = project
+            .config
+            .targets_search_paths
+            .iter()
+            .map(|p| root.join(p))
+            .collect();
+        let mut tree = Tree {
+            paths: Vec::new(),
+            yaml_files: Vec::new(),
+            charts: Vec::new(),
+        };
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let mut walk = walkdir::WalkDir::new(&dir).sort_by_file_name().into_iter();
+        while let Some(entry) = walk.next() {
+            let Ok(entry) = entry else { continue };
+            let path = entry.path();
+            let hidden = entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.');
+            if entry.file_type().is_dir() {
+                if hidden {
+                    walk.skip_current_dir();
+                    continue;
+                }
+                if path.join("Chart.yaml").is_file() {
+                    tree.charts.push(path.to_path_buf());
+                    walk.skip_current_dir();
+                    continue;
+                }
+            } else if entry.file_type().is_symlink() {
+                if project::is_yaml(path) || path.is_dir() {
+                    // read_documents refuses it with not_regular_file.
+                    tree.yaml_files.push(path.to_path_buf());
+                }
+                continue;
+            } else if project::is_yaml(path) && !target_dirs.iter().any(|t| path.starts_with(t)) {
+                tree.yaml_files.push(path.to_path_buf());
+            }
+            if let Ok(rel) = path.strip_prefix(root) {
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                if !rel.is_empty() {
+                    tree.paths.push(rel);
+                }
+            }
+        }
+        tree
+    }
+}
+
+fn count_target_objects(project: &Project) -> BTreeMap<String, usize> {
+    let mut objects = BTreeMap::new();
+    for (kind, n) in [
+        ("Cluster", project.clusters.len()),
+        ("DeploymentTarget", project.targets.len()),
+    ] {
+        if n > 0 {
+            objects.insert(kind.to_string(), n);
+        }
+    }
+    objects
+}
+
+/// Checks every nyl object of the tree's YAML files; returns the files holding invocations or
+/// HelmCharts (the app files) with where they start.
+fn check_objects(
+    project: &mut Project,
+    tree: &Tree,
+    report: &mut Report,
+    issues: &mut Issues,
+) -> Vec<(String, crate::provenance::Loc)> {
+    let mut app_files = Vec::new();
+    for path in &tree.yaml_files {
+        let (file, docs, problems) = project.read_documents(path);
+        let mut problems = problems;
+        let mut is_app = false;
+        for doc in docs {
+            let node = &doc.node;
+            let kind = match objects::classify(node) {
+                Ok(kind) => kind,
+                Err(d) => {
+                    problems.push(d);
+                    continue;
+                }
+            };
+            let object = project.catalog.add_object(ObjectRef {
+                kind: node
+                    .field("kind")
+                    .and_then(|k| k.as_str())
+                    .unwrap_or("?")
+                    .to_string(),
+                name: objects::name_of(node).unwrap_or("?").to_string(),
+                loc: node.prov.loc,
+            });
+            let (label, result) = match kind {
+                DocKind::Manifest => continue,
+                DocKind::Cluster => ("Cluster", objects::cluster(node, object).map(drop)),
+                DocKind::DeploymentTarget => (
+                    "DeploymentTarget",
+                    objects::deployment_target(node, object).map(drop),
+                ),
+                DocKind::HelmChart => {
+                    is_app = true;
+                    ("HelmChart", objects::helm_chart(node, object).map(drop))
+                }
+                DocKind::Invocation => {
+                    is_app = true;
+                    let checked = objects::invocation(node, object).and_then(|inv| {
+                        project
+                            .resolve_kind(&inv.kind, inv.kind_loc)
+                            .map(drop)
+                            .map_err(|d| vec![d.object(inv.display())])
+                    });
+                    ("Invocation", checked)
+                }
+            };
+            *report.objects.entry(label.to_string()).or_default() += 1;
+            if let Err(e) = result {
+                problems.extend(e);
+            }
+        }
+        issues.extend(&problems, &project.catalog, None);
+        if is_app {
+            app_files.push((
+                project.display_path(path),
+                crate::provenance::Loc::new(file, 0),
+            ));
+        }
+    }
+    app_files
+}
+
+/// Every contract of every chart directory, used or not.
+fn check_contracts(project: &mut Project, tree: &Tree, issues: &mut Issues) {
+    let search: Vec<PathBuf> = project
+        .config
+        .components_search_paths
+        .iter()
+        .map(|p| project.root.join(p))
+        .collect();
+    for chart in &tree.charts {
+        if !chart.join(CONTRACT_FILE).is_file() {
+            continue;
+        }
+        let name = search
+            .iter()
+            .find_map(|s| chart.strip_prefix(s).ok())
+            .map_or_else(
+                || project.display_path(chart),
+                |p| p.to_string_lossy().replace('\\', "/"),
+            );
+        if let Err(problems) = project.contract(&name, chart) {
+            issues.extend(&problems, &project.catalog, None);
+        }
+    }
+}
+
+/// The report as text: one line per issue, then the summary line.
+pub fn to_text(report: &Report) -> String {
+    let issues: String = report
+        .issues
+        .iter()
+        .map(|i| format!("{}\n", i.text()))
+        .collect();
+    issues + &summary(report)
+}
+
+/// `OK: ...` or `FAILED: ...` with the counts.
+fn summary(report: &Report) -> String {
+    let objects: Vec<String> = report
+        .objects
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    format!(
+        "{}: {}; {} targets, {} apps; {} errors, {} warnings\n",
+        if report.valid { "OK" } else { "FAILED" },
+        if objects.is_empty() {
+            "no objects".to_string()
+        } else {
+            objects.join(", ")
+        },
+        report.targets,
+        report.apps,
+        report.errors,
+        report.warnings
+    )
+}
+
+/// GitHub Actions workflow commands, one annotation per issue, then the summary.
+pub fn to_github(report: &Report) -> String {
+    let escape = |s: &str| {
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    };
+    let property = |s: &str| escape(s).replace(':', "%3A").replace(',', "%2C");
+    let mut out = String::new();
+    for issue in &report.issues {
+        let level = if issue.is_error() { "error" } else { "warning" };
+        let mut props = vec![format!("title={}", property(issue.code.name()))];
+        if let Some(file) = &issue.file {
+            props.push(format!("file={}", property(file)));
+            if let Some(line) = issue.line {
+                props.push(format!("line={line}"));
+            }
+        }
+        out.push_str(&format!(
+            "::{level} {}::{}\n",
+            props.join(","),
+            escape(&issue.text())
+        ));
+    }
+    out + &summary(report)
+}
+
+pub fn to_json(report: &Report) -> String {
+    let mut text = serde_json::to_string_pretty(report).unwrap_or_else(|_| "{}".into());
+    text.push('\n');
+    text
+}
