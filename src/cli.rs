@@ -13,8 +13,10 @@ use crate::diagnostics::{self, Diagnostic};
 use crate::pipeline::{self, Request};
 use crate::project::{self, Project};
 use crate::provenance::Catalog;
+use crate::reference;
 use crate::render;
 use crate::report;
+use crate::schema;
 use crate::validate;
 
 #[derive(Parser, Debug)]
@@ -36,6 +38,12 @@ enum Command {
     Render(RenderArgs),
     /// Check the whole repository: every file, object and contract, and every app of every target.
     Validate(ValidateArgs),
+    /// Print the JSON Schema of a file kind, for editors (yaml-language-server).
+    Schema {
+        /// config, cluster, deployment-target, invocation, helm-chart or component.
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(schema::FILE_KINDS.iter().map(|k| k.name)))]
+        kind: String,
+    },
     /// The Argo CD config-management plugin's commands.
     #[command(subcommand)]
     Argocd(ArgocdCommand),
@@ -158,6 +166,7 @@ pub fn main() -> ExitCode {
         Command::Values(args) => values(args),
         Command::Render(args) => render(args),
         Command::Validate(args) => validate(args),
+        Command::Schema { kind } => print_schema(&kind),
         Command::Argocd(ArgocdCommand::Generate(engine)) => argocd_generate(engine),
         Command::Argocd(ArgocdCommand::Parameters) => argocd_parameters(),
     }
@@ -339,6 +348,15 @@ fn validate(args: ValidateArgs) -> ExitCode {
     } else {
         1
     })
+}
+
+fn print_schema(name: &str) -> ExitCode {
+    let Some(kind) = schema::FILE_KINDS.iter().find(|k| k.name == name) else {
+        return ExitCode::from(2);
+    };
+    let mut text = serde_json::to_string_pretty(&reference::json_schema(kind)).unwrap_or_default();
+    text.push('\n');
+    write_stdout(&text)
 }
 
 fn argocd_parameters() -> ExitCode {

@@ -327,47 +327,9 @@ pub fn exit_status(diags: &[Diagnostic]) -> u8 {
     status
 }
 
-/// The reference page of all codes, `docs/diagnostics.md`, generated from this registry.
-pub fn reference_markdown() -> String {
-    let mut out = String::from(
-        "# Diagnostic codes\n\n<!-- Generated from src/diagnostics.rs by \
-         `NYL_BLESS=1 cargo test --lib diagnostics`; do not edit. -->\n\n\
-         Every problem nyl reports carries one of these stable codes. A code keeps its meaning \
-         forever; a retired code is never reused. Exit status 1 means problems in the input, 2 a \
-         usage or internal error.\n\n| code | severity | exit | meaning |\n|---|---|---|---|\n",
-    );
-    for code in Code::ALL {
-        let exit = match code.class() {
-            Class::Input => 1,
-            Class::Usage => 2,
-        };
-        let doc = code.doc().split_whitespace().collect::<Vec<_>>().join(" ");
-        out.push_str(&format!(
-            "| `{}` | {} | {exit} | {doc} |\n",
-            code.name(),
-            code.severity()
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reference_page_is_current() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/diagnostics.md");
-        let expected = reference_markdown();
-        if std::env::var_os("NYL_BLESS").is_some() {
-            std::fs::write(path, &expected).expect("write docs/diagnostics.md");
-        }
-        let actual = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(
-            actual == expected,
-            "docs/diagnostics.md is stale: run NYL_BLESS=1 cargo test --lib diagnostics"
-        );
-    }
 
     #[test]
     fn codes_are_unique_snake_case_and_documented() {

@@ -33,6 +33,7 @@ pub mod pipeline;
 pub mod pointer;
 pub mod project;
 pub mod provenance;
+pub mod reference;
 pub mod render;
 pub mod report;
 pub mod schema;

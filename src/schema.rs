@@ -350,6 +350,72 @@ pub const CONTRACT: Shape = Shape::Object(&[
     ),
 ]);
 
+/// A file kind nyl reads, as the reference and `nyl schema` name it.
+#[derive(Debug)]
+pub struct FileKind {
+    /// The name `nyl schema` takes.
+    pub name: &'static str,
+    pub title: &'static str,
+    /// Where such files live.
+    pub location: &'static str,
+    /// The fixed `apiVersion` and `kind`, for YAML kinds.
+    pub api_version: Option<&'static str>,
+    pub kind: Option<&'static str>,
+    pub shape: &'static Shape,
+}
+
+/// Every file kind, in the order the reference lists them.
+pub const FILE_KINDS: &[FileKind] = &[
+    FileKind {
+        name: "config",
+        title: "nyl.toml",
+        location: "`nyl.toml` at the project root (TOML).",
+        api_version: None,
+        kind: None,
+        shape: &CONFIG,
+    },
+    FileKind {
+        name: "cluster",
+        title: "Cluster",
+        location: "Any YAML file below a targets search path.",
+        api_version: Some("k8s.nyl/v1"),
+        kind: Some("Cluster"),
+        shape: &CLUSTER,
+    },
+    FileKind {
+        name: "deployment-target",
+        title: "DeploymentTarget",
+        location: "Any YAML file below a targets search path.",
+        api_version: Some("k8s.nyl/v1"),
+        kind: Some("DeploymentTarget"),
+        shape: &DEPLOYMENT_TARGET,
+    },
+    FileKind {
+        name: "invocation",
+        title: "Component invocation",
+        location: "App files.",
+        api_version: Some("components.k8s.nyl/v1"),
+        kind: None,
+        shape: &INVOCATION,
+    },
+    FileKind {
+        name: "helm-chart",
+        title: "HelmChart",
+        location: "App files.",
+        api_version: Some("k8s.nyl/v1"),
+        kind: Some("HelmChart"),
+        shape: &HELM_CHART,
+    },
+    FileKind {
+        name: "component",
+        title: "nyl-component.yaml",
+        location: "`nyl-component.yaml` beside a component's `Chart.yaml`.",
+        api_version: Some("components.nyl/v1alpha1"),
+        kind: None,
+        shape: &CONTRACT,
+    },
+];
+
 /// Checks `node` against `shape`, pushing one diagnostic per problem.
 pub fn check(node: &Node, shape: &Shape, object: Option<&str>, out: &mut Vec<Diagnostic>) {
     let mut checker = Checker { object, out };

@@ -11,6 +11,7 @@ use std::process::Command;
 
 mod cache;
 mod remote;
+mod schemas;
 
 const SEPARATOR: &str = "==> status\n";
 
