@@ -27,6 +27,16 @@ pub const PARAMETERS: &[(&str, &str, &str)] = &[
         "ALLOW_EMPTY",
         "\"true\" accepts a render with no objects (Argo CD would prune the app).",
     ),
+    (
+        "values",
+        "VALUES",
+        "Runtime chart values (YAML), over everything else of the app's one release.",
+    ),
+    (
+        "target-values",
+        "TARGET_VALUES",
+        "Runtime target values (YAML), merged over the target's values before imports.",
+    ),
 ];
 
 /// One element of `ARGOCD_APP_PARAMETERS`.
@@ -45,6 +55,8 @@ pub struct Settings {
     pub target: Option<String>,
     pub path: Option<String>,
     pub allow_empty: bool,
+    pub values: Option<String>,
+    pub target_values: Option<String>,
     /// `ARGOCD_APP_NAMESPACE`: the namespace of releases that set none.
     pub app_namespace: Option<String>,
     /// `ARGOCD_APP_NAME`, split into (namespace, name) when Argo CD wrote `<namespace>_<name>`.
@@ -78,6 +90,8 @@ pub fn settings(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, Vec<Di
         target: setting("target", "TARGET"),
         path: setting("path", "PATH"),
         allow_empty,
+        values: setting("values", "VALUES"),
+        target_values: setting("target-values", "TARGET_VALUES"),
         app_namespace: env("ARGOCD_APP_NAMESPACE").filter(|v| !v.is_empty()),
         app: env("ARGOCD_APP_NAME")
             .filter(|v| !v.is_empty())

@@ -57,14 +57,44 @@ enum ArgocdCommand {
     Parameters,
 }
 
+/// What to evaluate, for `values` and `render`.
 #[derive(clap::Args, Debug)]
-struct RenderArgs {
+struct InputArgs {
     /// The DeploymentTarget (or, when none has the name, the Cluster) whose values feed imports.
     #[arg(long, env = "NYL_TARGET")]
     target: Option<String>,
     /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
     #[arg(long)]
     namespace: Option<String>,
+    /// Runtime chart values (a YAML string), over everything else of the app's one release.
+    #[arg(long = "values")]
+    values: Option<String>,
+    /// Runtime target values (a YAML string), merged over the effective target values.
+    #[arg(long = "target-values")]
+    target_values: Option<String>,
+    /// Invocation files, directories of an app, layout app directories, or layout app ids
+    /// (`prod.*.cert-manager`).
+    #[arg(default_value = ".")]
+    paths: Vec<PathBuf>,
+}
+
+impl InputArgs {
+    fn request(self) -> Request {
+        Request {
+            paths: self.paths,
+            root: None,
+            target: self.target,
+            default_namespace: default_namespace(self.namespace),
+            values: self.values,
+            target_values: self.target_values,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+struct RenderArgs {
+    #[command(flatten)]
+    inputs: InputArgs,
     /// Kubernetes version for Helm's capabilities [default: $KUBE_VERSION, else the Cluster's].
     #[arg(long)]
     kube_version: Option<String>,
@@ -79,9 +109,6 @@ struct RenderArgs {
     allow_empty: bool,
     #[command(flatten)]
     engine: EngineArgs,
-    /// Invocation files, or directories whose *.yaml/*.yml files hold the app.
-    #[arg(default_value = ".")]
-    paths: Vec<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -129,21 +156,14 @@ struct EngineArgs {
 
 #[derive(clap::Args, Debug)]
 struct ValuesArgs {
-    /// The DeploymentTarget (or, when none has the name, the Cluster) whose values feed imports.
-    #[arg(long, env = "NYL_TARGET")]
-    target: Option<String>,
-    /// Namespace for invocations that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
-    #[arg(long)]
-    namespace: Option<String>,
+    #[command(flatten)]
+    inputs: InputArgs,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
     output: Format,
     /// Add, for every leaf value, where it came from.
     #[arg(long)]
     explain: bool,
-    /// Invocation files, or directories whose *.yaml/*.yml files hold invocations.
-    #[arg(default_value = ".")]
-    paths: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -195,12 +215,7 @@ fn default_namespace(flag: Option<String>) -> String {
 }
 
 fn values(args: ValuesArgs) -> ExitCode {
-    let request = Request {
-        paths: args.paths,
-        target: args.target,
-        default_namespace: default_namespace(args.namespace),
-    };
-    let outcome = pipeline::values(&request);
+    let outcome = pipeline::values(&args.inputs.request());
     let status = report_diagnostics(outcome.diagnostics, &outcome.catalog);
     if status != 0 {
         return ExitCode::from(status);
@@ -223,9 +238,7 @@ fn render(args: RenderArgs) -> ExitCode {
         args.api_versions
     };
     let request = render::Request {
-        paths: args.paths,
-        target: args.target,
-        default_namespace: default_namespace(args.namespace),
+        inputs: args.inputs.request(),
         kube_version: args.kube_version.or_else(|| env_var("KUBE_VERSION")),
         api_versions,
         allow_empty: args.allow_empty,
@@ -258,10 +271,7 @@ fn engine_request(engine: &EngineArgs) -> render::Request {
         cache::Mode::ReadWrite
     };
     render::Request {
-        paths: Vec::new(),
-        root: None,
-        target: None,
-        default_namespace: "default".to_string(),
+        inputs: Request::default(),
         kube_version: None,
         api_versions: Vec::new(),
         allow_empty: false,
@@ -291,27 +301,27 @@ fn argocd_generate(engine: EngineArgs) -> ExitCode {
         Some(p) => app_dir.join(p),
         None => app_dir.clone(),
     };
+    let root = match project::find_root(&app_dir) {
+        Ok(root) => root,
+        Err(d) => return ExitCode::from(report_diagnostics(vec![d], &Catalog::default())),
+    };
     let request = render::Request {
-        paths: vec![path],
-        target: settings.target,
-        default_namespace: settings
-            .app_namespace
-            .unwrap_or_else(|| "default".to_string()),
+        inputs: Request {
+            paths: vec![path],
+            root: Some(root),
+            target: settings.target,
+            default_namespace: settings
+                .app_namespace
+                .unwrap_or_else(|| "default".to_string()),
+            values: settings.values,
+            target_values: settings.target_values,
+        },
         kube_version: settings.kube_version,
         api_versions: settings.api_versions,
         allow_empty: settings.allow_empty,
         ..engine_request(&engine)
     };
-    match project::find_root(&app_dir) {
-        Ok(root) => print_render(
-            &render::Request {
-                root: Some(root),
-                ..request
-            },
-            Format::Yaml,
-        ),
-        Err(d) => ExitCode::from(report_diagnostics(vec![d], &Catalog::default())),
-    }
+    print_render(&request, Format::Yaml)
 }
 
 fn validate(args: ValidateArgs) -> ExitCode {
@@ -320,7 +330,10 @@ fn validate(args: ValidateArgs) -> ExitCode {
         target: args.target,
         render: !args.no_render,
         engine: render::Request {
-            default_namespace: default_namespace(None),
+            inputs: Request {
+                default_namespace: default_namespace(None),
+                ..Request::default()
+            },
             ..engine_request(&args.engine)
         },
     };

@@ -91,6 +91,19 @@ codes! {
     AppUnassigned = "app_unassigned", Warning, Input;
     /// A glob in a DeploymentTarget's `spec.apps` matches no file or directory.
     AppsGlobUnmatched = "apps_glob_unmatched", Warning, Input;
+    /// A layout uses a placeholder (in `id`, `chart`, `values`, `target`, `namespace` or
+    /// `release`) that its `app` pattern does not bind.
+    UnresolvedPlaceholder = "unresolved_placeholder", Error, Input;
+    /// Two layouts claim one app directory, or two layouts share a name.
+    LayoutOverlap = "layout_overlap", Error, Input;
+    /// A layout app's chart directory (or a values file that exists) is not what it must be: no
+    /// `Chart.yaml`, or a values file that is not one YAML mapping.
+    InvalidLayer = "invalid_layer", Error, Input;
+    /// An app id (such as `prod.infra.cert-manager`) matches no layout app.
+    AppNotFound = "app_not_found", Error, Input;
+    /// Runtime `values` were given for an app with several releases, where it is not clear which
+    /// one they are for.
+    AmbiguousRuntimeValues = "ambiguous_runtime_values", Error, Input;
     /// A value cannot be handed to Helm: `.inf` and `.nan` have no JSON form.
     UnsupportedValue = "unsupported_value", Error, Input;
     /// A nyl object (or `nyl.toml`) has a field its kind does not define. Usually a typo or a field

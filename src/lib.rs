@@ -20,6 +20,7 @@
 //! - [`pipeline`]: one run from paths to evaluated values.
 //! - [`cli`]: the command line.
 
+pub mod apps;
 pub mod argocd;
 pub mod cache;
 pub mod cli;
@@ -27,6 +28,7 @@ pub mod components;
 pub mod diagnostics;
 pub mod glob;
 pub mod helm;
+pub mod layouts;
 pub mod merge;
 pub mod objects;
 pub mod pipeline;

@@ -6,6 +6,7 @@
 use indexmap::IndexMap;
 
 use crate::diagnostics::{Code, Diagnostic};
+use crate::layouts::Layout;
 use crate::provenance::{Layer, Loc, ObjectId};
 use crate::schema::{self, Shape};
 use crate::value::{Map, Node, Value};
@@ -340,6 +341,8 @@ pub struct Config {
     /// Invocation kind -> (component path or remote shortcut, where it was written).
     pub aliases: IndexMap<String, (String, Loc)>,
     pub limits: Limits,
+    /// The declared layouts, with where each is written.
+    pub layouts: Vec<(Layout, Loc)>,
 }
 
 /// `[limits]` of `nyl.toml`: bounds on what one run reads and writes.
@@ -372,6 +375,7 @@ impl Default for Config {
             targets_search_paths: vec![DEFAULT_TARGETS.to_string()],
             aliases: IndexMap::new(),
             limits: Limits::default(),
+            layouts: Vec::new(),
         }
     }
 }
@@ -407,7 +411,31 @@ pub fn config(doc: &Node) -> Result<Config, Vec<Diagnostic>> {
             .unwrap_or(default)
     };
     let d = Limits::default();
+    let layouts = doc
+        .field("layouts")
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .map(|l| {
+            let text = |k: &str| l.field(k).and_then(Node::as_str).map(str::to_string);
+            let layout = Layout {
+                name: text("name").unwrap_or_default(),
+                id: text("id").unwrap_or_default(),
+                app: text("app").unwrap_or_default(),
+                chart: text("chart").unwrap_or_default(),
+                values: strings(l.field("values"))
+                    .into_iter()
+                    .map(|(s, _)| s)
+                    .collect(),
+                target: text("target"),
+                namespace: text("namespace"),
+                release: text("release"),
+            };
+            (layout, l.prov.loc)
+        })
+        .collect();
     Ok(Config {
+        layouts,
         limits: Limits {
             max_file_bytes: limit("max_file_bytes", d.max_file_bytes),
             max_files: limit("max_files", d.max_files),

@@ -9,20 +9,30 @@ use std::path::{Path, PathBuf};
 
 use crate::components::{self, Chart};
 use crate::diagnostics::{Code, Diagnostic};
+use crate::layouts;
 use crate::objects::{self, ChartSource, DocKind, RemoteChart};
 use crate::project::{self, ChartRef, Project};
-use crate::provenance::{Catalog, Loc, ObjectRef};
+use crate::provenance::{Catalog, Layer, Loc, ObjectRef};
 use crate::report::InvocationValues;
 use crate::targets::{self, Target};
+use crate::value::Node;
 use crate::yaml::Document;
 
-/// What to evaluate.
-#[derive(Clone, Debug)]
+/// What to evaluate: the inputs every command shares.
+#[derive(Clone, Debug, Default)]
 pub struct Request {
+    /// App files or directories, or layout app ids.
     pub paths: Vec<PathBuf>,
+    /// The project root, when the caller fixed it (Argo CD's app directory's project); else found
+    /// from the first path.
+    pub root: Option<PathBuf>,
     pub target: Option<String>,
     /// The namespace of releases that name none.
     pub default_namespace: String,
+    /// Runtime chart values (YAML), over everything else of the app's one release.
+    pub values: Option<String>,
+    /// Runtime target values (YAML), over the effective target values, before imports.
+    pub target_values: Option<String>,
 }
 
 /// The chart of a release, as Helm is to be given it.
@@ -38,6 +48,9 @@ pub struct Release {
     pub values: InvocationValues,
     pub chart: ChartSpec,
     pub include_crds: bool,
+    /// The release's target's cluster facts, for Helm's capabilities (flags win over them).
+    pub kube_version: Option<String>,
+    pub api_versions: Vec<String>,
 }
 
 /// One entry of an app, in input order.
@@ -55,9 +68,13 @@ pub struct Session {
     pub diagnostics: Vec<Diagnostic>,
     /// False when the requested target is missing: files are still read and checked, so every
     /// other problem is reported, but nothing is evaluated against a target that is not there.
-    evaluate: bool,
+    pub(crate) evaluate: bool,
     /// How many diagnostics loading the project produced (they come first).
     pub loaded: usize,
+    /// Runtime chart values, for the app's one release.
+    pub(crate) runtime_values: Option<Node>,
+    /// Runtime target values, merged over every target's values.
+    runtime_target_values: Option<Node>,
 }
 
 impl Session {
@@ -65,48 +82,90 @@ impl Session {
     /// catalog and problems when there is no usable project.
     /// `root` fixes the project root (the Argo CD app directory's); otherwise it is found from
     /// `first`.
-    fn open(
-        first: &Path,
-        root: Option<&Path>,
-        target: Option<&str>,
-    ) -> Result<Session, (Catalog, Vec<Diagnostic>)> {
-        let root = match root {
-            Some(root) => root.to_path_buf(),
+    fn open(first: &Path, req: &Request) -> Result<Session, (Catalog, Vec<Diagnostic>)> {
+        let root = match &req.root {
+            Some(root) => root.clone(),
             None => project::find_root(first).map_err(|d| (Catalog::default(), vec![d]))?,
         };
-        let (project, mut diagnostics) = Project::load(root)?;
-        let (target, evaluate) =
-            match target.map(|t| targets::select(t, &project.clusters, &project.targets)) {
-                None => (None, true),
-                Some(Ok(t)) => (Some(t), true),
-                Some(Err(d)) => {
-                    diagnostics.push(d);
-                    (None, false)
-                }
-            };
-        Ok(Session {
+        let (project, diagnostics) = Project::load(root)?;
+        let mut session = Session {
             project,
-            target,
+            target: None,
             diagnostics,
-            evaluate,
+            evaluate: true,
             loaded: 0,
-        })
+            runtime_values: None,
+            runtime_target_values: None,
+        };
+        session.runtime_values = session.runtime("values", req.values.as_deref(), false);
+        session.runtime_target_values =
+            session.runtime("target-values", req.target_values.as_deref(), true);
+        if let Some(name) = &req.target {
+            match session.select_target(name) {
+                Ok(t) => session.target = Some(t),
+                Err(d) => {
+                    session.diagnostics.push(d);
+                    session.evaluate = false;
+                }
+            }
+        }
+        Ok(session)
     }
 
-    /// Opens the session of `paths` (the project of the first one) and reads every path's
-    /// entries, in order.
-    pub fn start(
-        paths: &[PathBuf],
-        root: Option<&Path>,
-        target: Option<&str>,
-        default_namespace: &str,
-    ) -> Result<(Session, Vec<Entry>), (Catalog, Vec<Diagnostic>)> {
-        let first = paths.first().cloned().unwrap_or_else(|| PathBuf::from("."));
-        let mut session = Session::open(&first, root, target)?;
+    /// A target by name, with the runtime target values merged over its values.
+    pub fn select_target(&self, name: &str) -> Result<Target, Diagnostic> {
+        let mut target = targets::select(name, &self.project.clusters, &self.project.targets)?;
+        if let Some(runtime) = &self.runtime_target_values {
+            target.values = crate::merge::merge(target.values, runtime.clone());
+        }
+        Ok(target)
+    }
+
+    /// Parses a runtime values parameter: one YAML mapping.
+    fn runtime(&mut self, name: &str, text: Option<&str>, target: bool) -> Option<Node> {
+        let text = text?;
+        let file = self.project.catalog.add_file(format!("<runtime {name}>"));
+        let (docs, problems) = self.project.parse_documents(text, file);
+        let mut docs = docs.into_iter();
+        let node = match (docs.next(), docs.next(), problems.is_empty()) {
+            (None, _, true) => return None,
+            (Some(doc), None, true) if doc.node.as_map().is_some() => doc.node,
+            (_, _, true) => {
+                let d = Diagnostic::new(
+                    Code::InvalidDocument,
+                    format!("runtime {name} must be one YAML mapping"),
+                );
+                self.diagnostics.push(d.at(Loc::new(file, 1)));
+                return None;
+            }
+            _ => {
+                self.diagnostics.extend(problems);
+                return None;
+            }
+        };
+        let mut node = node;
+        node.set_layer(Layer::Runtime { target });
+        Some(node)
+    }
+
+    /// Opens the session of the request's paths (the project of the first one, unless the root is
+    /// fixed) and reads every path's entries, in order.
+    pub fn start(req: &Request) -> Result<(Session, Vec<Entry>), (Catalog, Vec<Diagnostic>)> {
+        let first = req
+            .paths
+            .first()
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("."));
+        let first = match first.to_str() {
+            // A layout app id is no path: the project is the working directory's.
+            Some(text) if !first.exists() && layouts::looks_like_id(text) => PathBuf::from("."),
+            _ => first,
+        };
+        let mut session = Session::open(&first, req)?;
         session.loaded = session.diagnostics.len();
         let mut entries = Vec::new();
-        for path in paths {
-            entries.extend(session.read_path(path, default_namespace));
+        for path in &req.paths {
+            entries.extend(session.read_path(path, &req.default_namespace));
         }
         Ok((session, entries))
     }
@@ -120,47 +179,89 @@ impl Session {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
-    /// The entries of an app path: a file, or a directory's YAML files sorted by name.
+    /// The entries of an app path: a layout app (its directory or id), a file, or a directory's
+    /// YAML files sorted by name.
     pub fn read_path(&mut self, path: &Path, default_namespace: &str) -> Vec<Entry> {
-        let files = match self
-            .project
-            .inside(path)
-            .and_then(|p| self.project.app_files(&p))
+        if let Some(text) = path
+            .to_str()
+            .filter(|t| !path.exists() && layouts::looks_like_id(t))
         {
+            return self.layout_apps_by_id(text, default_namespace);
+        }
+        let real = match self.project.inside(path) {
+            Ok(real) => real,
+            Err(d) => {
+                self.diagnostics.push(d);
+                return Vec::new();
+            }
+        };
+        if real.is_dir() {
+            if let Some(entries) = self.layout_app_at(&real, default_namespace) {
+                return entries;
+            }
+        }
+        let files = match self.project.app_files(&real) {
             Ok(files) => files,
             Err(d) => {
                 self.diagnostics.push(d);
                 return Vec::new();
             }
         };
-        let mut entries = Vec::new();
+        let mut docs = Vec::new();
         for file in files {
-            // A link is refused before it is resolved: read_documents reports it.
-            let file = match fs::symlink_metadata(&file) {
-                Ok(meta) if !meta.file_type().is_file() => {
-                    let (_, _, problems) = self.project.read_documents(&file);
-                    self.diagnostics.extend(problems);
-                    continue;
-                }
-                _ => file,
-            };
-            let file = match self.project.inside(&file) {
-                Ok(file) => file,
-                Err(d) => {
-                    self.diagnostics.push(d);
-                    continue;
-                }
-            };
-            let (_, docs, problems) = self.project.read_documents(&file);
-            if !problems.is_empty() {
-                // The documents of a file that did not read cleanly are not evaluated: their
-                // errors would only be consequences.
-                self.diagnostics.extend(problems);
-                continue;
+            if let Some((file_docs, dir)) = self.read_app_file(file) {
+                docs.extend(file_docs.into_iter().map(|d| (d, dir.clone())));
             }
-            entries.extend(self.entries(docs, file.parent(), default_namespace));
+        }
+        let releases = docs
+            .iter()
+            .filter(|(d, _)| {
+                matches!(
+                    objects::classify(&d.node),
+                    Ok(DocKind::Invocation | DocKind::HelmChart)
+                )
+            })
+            .count();
+        if self.runtime_values.is_some() && releases > 1 {
+            self.diagnostics.push(Diagnostic::new(
+                Code::AmbiguousRuntimeValues,
+                format!(
+                    "runtime values were given, but {} holds {releases} releases, so it is not clear \
+                     which one they are for; give them to an app with one release",
+                    path.display()
+                ),
+            ));
+            return Vec::new();
+        }
+        let mut entries = Vec::new();
+        for (doc, dir) in docs {
+            entries.extend(self.entries(vec![doc], dir.as_deref(), default_namespace));
         }
         entries
+    }
+
+    /// One app file's documents and directory; `None` (problems reported) when it did not read
+    /// cleanly: its documents' errors would only be consequences.
+    fn read_app_file(&mut self, file: PathBuf) -> Option<(Vec<Document>, Option<PathBuf>)> {
+        // A link is refused before it is resolved: read_documents reports it.
+        if fs::symlink_metadata(&file).is_ok_and(|m| !m.file_type().is_file()) {
+            let (_, _, problems) = self.project.read_documents(&file);
+            self.diagnostics.extend(problems);
+            return None;
+        }
+        let file = match self.project.inside(&file) {
+            Ok(file) => file,
+            Err(d) => {
+                self.diagnostics.push(d);
+                return None;
+            }
+        };
+        let (_, docs, problems) = self.project.read_documents(&file);
+        if !problems.is_empty() {
+            self.diagnostics.extend(problems);
+            return None;
+        }
+        Some((docs, file.parent().map(Path::to_path_buf)))
     }
 
     /// Turns documents into entries; `dir` is the directory relative paths (a HelmChart's
@@ -216,7 +317,10 @@ impl Session {
         default_namespace: &str,
     ) -> Result<Option<Entry>, Vec<Diagnostic>> {
         let object = self.register(doc);
-        let inv = objects::invocation(&doc.node, object)?;
+        let mut inv = objects::invocation(&doc.node, object)?;
+        if let Some(runtime) = &self.runtime_values {
+            inv.spec = crate::merge::merge(inv.spec, runtime.clone());
+        }
         let chart = self
             .project
             .resolve_kind(&inv.kind, inv.kind_loc)
@@ -261,6 +365,8 @@ impl Session {
             },
             chart: spec,
             include_crds: true,
+            kube_version: target.and_then(|t| t.kube_version.clone()),
+            api_versions: target.map(|t| t.api_versions.clone()).unwrap_or_default(),
         }))))
     }
 
@@ -271,7 +377,10 @@ impl Session {
         default_namespace: &str,
     ) -> Result<Option<Entry>, Vec<Diagnostic>> {
         let object = self.register(doc);
-        let chart = objects::helm_chart(&doc.node, object)?;
+        let mut chart = objects::helm_chart(&doc.node, object)?;
+        if let Some(runtime) = &self.runtime_values {
+            chart.values = crate::merge::merge(chart.values, runtime.clone());
+        }
         let display = format!("HelmChart/{}", chart.name);
         let (chart_text, spec) = match &chart.chart {
             ChartSource::Remote(remote) => (remote.to_string(), ChartSpec::Remote(remote.clone())),
@@ -309,6 +418,12 @@ impl Session {
             },
             chart: spec,
             include_crds: chart.include_crds,
+            kube_version: self.target.as_ref().and_then(|t| t.kube_version.clone()),
+            api_versions: self
+                .target
+                .as_ref()
+                .map(|t| t.api_versions.clone())
+                .unwrap_or_default(),
         }))))
     }
 }
@@ -348,12 +463,7 @@ pub struct Outcome {
 }
 
 pub fn values(req: &Request) -> Outcome {
-    let (mut session, entries) = match Session::start(
-        &req.paths,
-        None,
-        req.target.as_deref(),
-        &req.default_namespace,
-    ) {
+    let (mut session, entries) = match Session::start(req) {
         Ok(started) => started,
         Err((catalog, diagnostics)) => {
             return Outcome {

@@ -10,6 +10,7 @@ use tracing::debug;
 
 use crate::components::{self, Contract};
 use crate::diagnostics::{Code, Diagnostic};
+use crate::layouts;
 use crate::objects::{self, Cluster, Config, DeploymentTarget, DocKind, RemoteChart};
 use crate::provenance::{Catalog, FileId, Loc, ObjectRef, Prov};
 use crate::targets;
@@ -386,7 +387,8 @@ fn load_config(root: &Path, catalog: &mut Catalog) -> Result<Config, Vec<Diagnos
     let text =
         fs::read_to_string(root.join(CONFIG_FILE)).map_err(|e| vec![read_error(&e, file)])?;
     let config = objects::config(&toml_to_node(&text, file).map_err(|d| vec![d])?)?;
-    let problems = alias_problems(&config);
+    let mut problems = alias_problems(&config);
+    problems.extend(layout_problems(&config));
     if problems.is_empty() {
         Ok(config)
     } else {
@@ -402,6 +404,55 @@ fn read_error(e: &std::io::Error, file: FileId) -> Diagnostic {
         Diagnostic::new(Code::IoError, format!("cannot read: {e}"))
     };
     d.at(Loc::new(file, 0))
+}
+
+/// Layouts whose templates use placeholders their app pattern does not bind, or that share a name.
+fn layout_problems(config: &Config) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut names = HashMap::new();
+    for (layout, loc) in &config.layouts {
+        if let Some(first) = names.insert(layout.name.as_str(), *loc) {
+            out.push(
+                Diagnostic::new(
+                    Code::LayoutOverlap,
+                    format!("two layouts are named {:?}", layout.name),
+                )
+                .at(*loc)
+                .related(first)
+                .object(CONFIG_FILE),
+            );
+        }
+        let bound = layouts::placeholders(&layout.app);
+        let templates = [
+            Some(&layout.id),
+            Some(&layout.chart),
+            layout.target.as_ref(),
+            layout.namespace.as_ref(),
+            layout.release.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .chain(&layout.values);
+        for template in templates {
+            for name in layouts::placeholders(template)
+                .into_iter()
+                .filter(|n| !bound.contains(n))
+            {
+                out.push(
+                    Diagnostic::new(
+                        Code::UnresolvedPlaceholder,
+                        format!(
+                            "layout {:?}: {template:?} uses {{{name}}}, which its app pattern {:?} does not bind",
+                            layout.name, layout.app
+                        ),
+                    )
+                    .at(*loc)
+                    .object(CONFIG_FILE),
+                );
+            }
+        }
+    }
+    out
 }
 
 fn alias_problems(config: &Config) -> Vec<Diagnostic> {

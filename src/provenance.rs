@@ -42,6 +42,12 @@ pub enum Layer {
     Spec { object: ObjectId },
     /// Created by the pipeline to hold an import's destination; `index` is the import.
     ImportPath { index: u32 },
+    /// A layout's values file (the file is the node's location), number `index` of the layout.
+    LayerFile { index: u32 },
+    /// Values given at run time: the `values` or `target-values` parameter or flag.
+    Runtime { target: bool },
+    /// The chart's own `values.yaml`.
+    ChartDefault,
 }
 
 /// Provenance of one node: where it was written and which layer it belongs to.

@@ -19,12 +19,7 @@ pub const MAX_DEPTH: usize = 10;
 
 #[derive(Clone, Debug)]
 pub struct Request {
-    pub paths: Vec<PathBuf>,
-    /// The project root, when the caller fixed it (Argo CD's app directory); else found from the
-    /// first path.
-    pub root: Option<PathBuf>,
-    pub target: Option<String>,
-    pub default_namespace: String,
+    pub inputs: pipeline::Request,
     /// `--kube-version` (or `KUBE_VERSION`); the Cluster's `kubeVersion` when `None`.
     pub kube_version: Option<String>,
     /// `--api-versions` (or `KUBE_API_VERSIONS`); the Cluster's `apiVersions` when empty.
@@ -58,12 +53,7 @@ pub struct Outcome {
 }
 
 pub fn render(req: &Request) -> Outcome {
-    let started = Session::start(
-        &req.paths,
-        req.root.as_deref(),
-        req.target.as_deref(),
-        &req.default_namespace,
-    );
+    let started = Session::start(&req.inputs);
     let (mut session, entries) = match started {
         Ok(started) => started,
         Err((catalog, diagnostics)) => {
@@ -73,15 +63,6 @@ pub fn render(req: &Request) -> Outcome {
                 ..Outcome::default()
             }
         }
-    };
-    let target = session.target.as_ref();
-    let kube_version = req
-        .kube_version
-        .clone()
-        .or_else(|| target?.kube_version.clone());
-    let api_versions = match (&req.api_versions[..], target) {
-        ([], Some(t)) => t.api_versions.clone(),
-        _ => req.api_versions.clone(),
     };
     let mut manifests = Vec::new();
     // Fail closed: with any problem in the inputs, Helm is not even run. Validation looks past
@@ -94,8 +75,6 @@ pub fn render(req: &Request) -> Outcome {
         let mut tree = Tree {
             session: &mut session,
             jobs: Vec::new(),
-            kube_version,
-            api_versions,
         };
         let top = tree.nodes(entries, &[]);
         if tree.run(req, skip) {
@@ -156,8 +135,6 @@ struct Job {
 struct Tree<'a> {
     session: &'a mut Session,
     jobs: Vec<Job>,
-    kube_version: Option<String>,
-    api_versions: Vec<String>,
 }
 
 impl Tree<'_> {
@@ -224,8 +201,16 @@ impl Tree<'_> {
                         namespace: &release.values.namespace,
                         chart: &release.chart,
                         values_json,
-                        kube_version: self.kube_version.as_deref(),
-                        api_versions: &self.api_versions,
+                        // The flags (or Argo CD's KUBE_* variables) win over the target's facts.
+                        kube_version: req
+                            .kube_version
+                            .as_deref()
+                            .or(release.kube_version.as_deref()),
+                        api_versions: if req.api_versions.is_empty() {
+                            &release.api_versions
+                        } else {
+                            &req.api_versions
+                        },
                         include_crds: release.include_crds,
                     }
                 })

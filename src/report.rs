@@ -40,6 +40,10 @@ pub fn describe(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> Stri
         }
         Layer::ImportPath { index } => format!("import {} {at}", import(index)),
         Layer::TargetValues { object: id } => format!("values of {} {at}", object(id)),
+        Layer::LayerFile { index } => format!("layer {} {at}", index + 1),
+        Layer::Runtime { target: false } => "runtime values".to_string(),
+        Layer::Runtime { target: true } => "runtime target values".to_string(),
+        Layer::ChartDefault => format!("chart default {at}"),
         Layer::Written => at,
     }
 }
@@ -127,6 +131,10 @@ fn source_json(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> serde
         Layer::Import { index, object: id } => ("import", import(index), object(id)),
         Layer::ImportPath { index } => ("import", import(index), None),
         Layer::TargetValues { object: id } => ("target_values", None, object(id)),
+        Layer::LayerFile { .. } => ("layer_file", None, None),
+        Layer::Runtime { target: false } => ("runtime", None, None),
+        Layer::Runtime { target: true } => ("runtime_target_values", None, None),
+        Layer::ChartDefault => ("chart_default", None, None),
         Layer::Written => ("written", None, None),
     };
     let mut v =

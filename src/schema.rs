@@ -110,6 +110,55 @@ const TARGET_METADATA: Shape = Shape::Object(&[
 pub const CONFIG: Shape = Shape::Object(&[
     PROJECT,
     field(
+        "layouts",
+        &Shape::List(&Shape::Object(&[
+            required(
+                "name",
+                &Shape::String,
+                "The layout's name, for diagnostics.",
+            ),
+            required(
+                "id",
+                &Shape::String,
+                "The id of each app, from placeholders: `{cluster}.{group}.{app}`.",
+            ),
+            required(
+                "app",
+                &Shape::String,
+                "The app directories, relative to the project root; each `{name}` segment binds \
+                 one path segment: `clusters/{cluster}/{group}/in-cluster/{app}`.",
+            ),
+            required(
+                "chart",
+                &Shape::String,
+                "The chart directory of an app, relative to the project root.",
+            ),
+            field(
+                "values",
+                &STRINGS,
+                "Values files layered over the chart's values, lowest first; a missing one \
+                 contributes nothing.",
+            ),
+            field(
+                "target",
+                &Shape::String,
+                "The target whose values feed the chart's value imports; else `--target`.",
+            ),
+            field(
+                "namespace",
+                &Shape::String,
+                "The release namespace; else the default namespace.",
+            ),
+            defaulted(
+                "release",
+                &Shape::String,
+                "the app directory's name",
+                "The Helm release name.",
+            ),
+        ])),
+        "Apps found by where they sit in the tree: one chart each, with layered values files.",
+    ),
+    field(
         "limits",
         &Shape::Object(&[
             defaulted(

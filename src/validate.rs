@@ -188,12 +188,15 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
 
 /// The values (and, unless `--no-render`, the render) of one app for one target.
 fn check_app(req: &Request, root: &Path, target: &str, app: &str, issues: &mut Issues) {
-    let path = root.join(app);
+    let inputs = pipeline::Request {
+        paths: vec![root.join(app)],
+        root: Some(root.to_path_buf()),
+        target: Some(target.to_string()),
+        ..req.engine.inputs.clone()
+    };
     if req.render {
         let request = render::Request {
-            paths: vec![path],
-            root: Some(root.to_path_buf()),
-            target: Some(target.to_string()),
+            inputs,
             gate: render::Gate::AppInputs,
             ..req.engine.clone()
         };
@@ -201,12 +204,7 @@ fn check_app(req: &Request, root: &Path, target: &str, app: &str, issues: &mut I
         issues.extend(&outcome.diagnostics, &outcome.catalog, Some(target));
         return;
     }
-    match Session::start(
-        &[path],
-        Some(root),
-        Some(target),
-        &req.engine.default_namespace,
-    ) {
+    match Session::start(&inputs) {
         Ok((mut session, entries)) => {
             let releases = entries.iter().filter_map(|e| match e {
                 pipeline::Entry::Release(r) => Some(&r.values),

@@ -45,7 +45,7 @@ fn parse_case(text: &str) -> Case {
         match key {
             "repo" => repo = Some(root().join("tests/fixtures").join(value)),
             "cwd" => cwd = Some(value.to_string()),
-            "args" => args = value.split_whitespace().map(str::to_string).collect(),
+            "args" => args = split_args(value),
             "env" => {
                 let (k, v) = value.split_once('=').expect("env: KEY=VALUE");
                 env.push((k.to_string(), v.to_string()));
@@ -157,6 +157,12 @@ cases! {
     errors_yaml_syntax,
     example_render,
     example_render_payments,
+    hydra_app_not_found,
+    hydra_argocd_generate,
+    hydra_render_directory,
+    hydra_runtime_values,
+    hydra_values_by_id,
+    hydra_values_explain_glob,
     imports_alias,
     imports_cluster_alone,
     imports_copied_component,
@@ -176,6 +182,9 @@ cases! {
     imports_several_paths,
     imports_staging_optional_absent,
     imports_yaml11,
+    layouts_bad_config,
+    layouts_invalid_layers,
+    layouts_overlap,
     limits_render_bytes,
     limits_too_many_files,
     limits_total_bytes,
@@ -195,6 +204,7 @@ cases! {
     render_seed,
     render_values_errors_stop_helm,
     render_values_reach_helm,
+    runtime_values_ambiguous,
     seed_db,
     seed_debug_log,
     seed_explain,
@@ -234,6 +244,28 @@ fn every_case_file_is_listed() {
         files, listed,
         "tests/cases/*.case and the cases! list differ"
     );
+}
+
+/// Splits a case's `args:` line on whitespace, keeping '…'-quoted parts together.
+fn split_args(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => {
+                if !current.is_empty() {
+                    out.push(std::mem::take(&mut current));
+                }
+            }
+            c => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
 }
 
 pub fn args(line: &str) -> Vec<String> {
