@@ -248,7 +248,7 @@ impl Cache {
         ));
         let result = (|| {
             let mut file = fs::File::create(&tmp)?;
-            write!(file, "{MAGIC} {digest} {}\n", output.len())?;
+            writeln!(file, "{MAGIC} {digest} {}", output.len())?;
             file.write_all(output.as_bytes())?;
             file.sync_data()?;
             fs::rename(&tmp, path)
