@@ -24,6 +24,7 @@ pub mod apps;
 pub mod argocd;
 pub mod cache;
 pub mod cli;
+pub mod coalesce;
 pub mod components;
 pub mod diagnostics;
 pub mod glob;

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 
 use tracing::debug;
 
+use crate::coalesce::ChartValues;
 use crate::components::{self, Contract};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::layouts;
 use crate::objects::{self, Cluster, Config, DeploymentTarget, DocKind, RemoteChart};
-use crate::provenance::{Catalog, FileId, Loc, ObjectRef, Prov};
+use crate::provenance::{Catalog, FileId, Layer, Loc, ObjectRef, Prov};
 use crate::targets;
 use crate::value::{Node, Value};
 use crate::yaml::{self, Document, Limits};
@@ -97,6 +98,43 @@ impl Project {
         project.load_targets(&mut diags);
         diags.extend(targets::check_unique(&project.clusters, &project.targets));
         Ok((project, diags))
+    }
+
+    /// A chart directory's defaults and its vendored subcharts' (directories under `charts/`;
+    /// packaged `.tgz` subcharts are left to Helm), tagged as chart defaults.
+    pub fn chart_values(&mut self, dir: &Path) -> Result<ChartValues, Vec<Diagnostic>> {
+        let mut chart = ChartValues::default();
+        let values = dir.join("values.yaml");
+        if values.is_file() {
+            let (_, docs, problems) = self.read_yaml(&values);
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+            chart.defaults = docs.into_iter().next().map(|mut d| {
+                d.set_layer(Layer::ChartDefault);
+                d
+            });
+        }
+        let mut subcharts: Vec<PathBuf> = fs::read_dir(dir.join("charts"))
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.join("Chart.yaml").is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        subcharts.sort();
+        for sub in subcharts {
+            let name = chart_name(&sub).unwrap_or_else(|| {
+                sub.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            });
+            chart.subcharts.push((name, self.chart_values(&sub)?));
+        }
+        Ok(chart)
     }
 
     /// The names `--target` accepts: every DeploymentTarget, and every Cluster no
@@ -360,6 +398,16 @@ enum ContractState {
     Absent,
     Valid(Contract),
     Broken,
+}
+
+/// The `name` of a chart's `Chart.yaml`.
+fn chart_name(dir: &Path) -> Option<String> {
+    let text = fs::read_to_string(dir.join("Chart.yaml")).ok()?;
+    let doc = yaml::parse_stream(&text, FileId(0), &Limits::default())
+        .docs
+        .into_iter()
+        .next()?;
+    doc.get("name").and_then(Node::as_str).map(str::to_string)
 }
 
 /// `not_regular_file` for what stands where a file was expected.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod cache;
+mod coalesce;
 mod remote;
 mod schemas;
 
