@@ -8,7 +8,7 @@ use crate::diagnostics::{Code, Diagnostic};
 use crate::layouts::{self, Bindings, Layout};
 use crate::merge::merge;
 use crate::objects::Invocation;
-use crate::pipeline::{ChartSpec, Entry, Release, Session};
+use crate::pipeline::{ChartSpec, Entry, ExplainLayer, Release, Session};
 use crate::provenance::{Layer, Loc, ObjectRef, Prov};
 use crate::report::InvocationValues;
 use crate::value::{Map, Node, Value};
@@ -173,9 +173,10 @@ impl Session {
             .project
             .inside(&chart_path)
             .map_err(|d| vec![d.at(layout_loc)])?;
-        let mut values = self.layers(&layout, app, &fill, loc)?;
+        let (mut values, mut layers) = self.layers(&layout, app, &fill, loc)?;
         if let Some(runtime) = &self.runtime_values {
             values = merge(values, runtime.clone());
+            layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
         }
         let target = match &layout.target {
             Some(t) => Some(
@@ -212,6 +213,7 @@ impl Session {
             },
             target.as_ref(),
         )?;
+        layers.insert(0, ExplainLayer::new("imports", Some(evaluation.imported)));
         Ok(Release {
             values: InvocationValues {
                 loc,
@@ -227,6 +229,7 @@ impl Session {
             include_crds: true,
             kube_version: target.as_ref().and_then(|t| t.kube_version.clone()),
             api_versions: target.map(|t| t.api_versions).unwrap_or_default(),
+            layers,
         })
     }
 
@@ -237,11 +240,15 @@ impl Session {
         app: &LayoutApp,
         fill: &dyn Fn(&str) -> Result<String, Vec<Diagnostic>>,
         loc: Loc,
-    ) -> Result<Node, Vec<Diagnostic>> {
+    ) -> Result<(Node, Vec<ExplainLayer>), Vec<Diagnostic>> {
         let mut merged = Node::new(Value::Map(Map::new()), Prov::written(loc));
+        let mut layers = Vec::new();
         for (index, template) in layout.values.iter().enumerate() {
-            let path = self.project.root.join(fill(template)?);
+            let rel = fill(template)?;
+            let label = format!("layer {} {rel}", index + 1);
+            let path = self.project.root.join(&rel);
             if !path.exists() {
+                layers.push(ExplainLayer::new(label, None));
                 tracing::debug!(app = %app.id, layer = %path.display(), "layer file absent: contributes nothing");
                 continue;
             }
@@ -252,12 +259,13 @@ impl Session {
             }
             let mut docs = docs.into_iter();
             match (docs.next(), docs.next()) {
-                (None, _) => continue,
+                (None, _) => layers.push(ExplainLayer::new(label, None)),
                 (Some(doc), None) if doc.node.as_map().is_some() => {
                     let mut node = doc.node;
                     node.set_layer(Layer::LayerFile {
                         index: index as u32,
                     });
+                    layers.push(ExplainLayer::new(label, Some(node.clone())));
                     merged = merge(merged, node);
                 }
                 _ => {
@@ -270,6 +278,6 @@ impl Session {
                 }
             }
         }
-        Ok(merged)
+        Ok((merged, layers))
     }
 }

@@ -34,6 +34,8 @@ struct Cli {
 enum Command {
     /// Print, per invocation, the values Helm receives (value imports merged under the spec).
     Values(ValuesArgs),
+    /// Show, for one value of an app, every layer that set it, lowest first, and which one won.
+    Explain(ExplainArgs),
     /// Render manifests with the real `helm template` and print them as multi-document YAML.
     Render(RenderArgs),
     /// Check the whole repository: every file, object and contract, and every app of every target.
@@ -89,6 +91,26 @@ impl InputArgs {
             target_values: self.target_values,
         }
     }
+}
+
+#[derive(clap::Args, Debug)]
+struct ExplainArgs {
+    /// The DeploymentTarget (or, when none has the name, the Cluster) whose values feed imports.
+    #[arg(long, env = "NYL_TARGET")]
+    target: Option<String>,
+    /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Runtime chart values (a YAML string).
+    #[arg(long = "values")]
+    values: Option<String>,
+    /// Runtime target values (a YAML string).
+    #[arg(long = "target-values")]
+    target_values: Option<String>,
+    /// The app: an invocation file, an app directory, a layout app directory or id.
+    app: PathBuf,
+    /// The value, as a JSON Pointer into the chart's values: `/storage/size`.
+    pointer: String,
 }
 
 #[derive(clap::Args, Debug)]
@@ -185,6 +207,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Values(args) => values(args),
         Command::Render(args) => render(args),
+        Command::Explain(args) => explain(args),
         Command::Validate(args) => validate(args),
         Command::Schema { kind } => print_schema(&kind),
         Command::Argocd(ArgocdCommand::Generate(engine)) => argocd_generate(engine),
@@ -224,6 +247,58 @@ fn values(args: ValuesArgs) -> ExitCode {
         Format::Yaml => report::to_yaml(&outcome.items, args.explain, &outcome.catalog),
         Format::Json => report::to_json(&outcome.items, args.explain, &outcome.catalog),
     };
+    write_stdout(&text)
+}
+
+fn explain(args: ExplainArgs) -> ExitCode {
+    let pointer = match crate::pointer::Pointer::parse(&args.pointer) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {:?} is not a JSON Pointer: {e}", args.pointer);
+            return ExitCode::from(2);
+        }
+    };
+    let request = Request {
+        paths: vec![args.app],
+        root: None,
+        target: args.target,
+        default_namespace: default_namespace(args.namespace),
+        values: args.values,
+        target_values: args.target_values,
+    };
+    let (mut session, entries) = match pipeline::Session::start(&request) {
+        Ok(started) => started,
+        Err((catalog, diags)) => return ExitCode::from(report_diagnostics(diags, &catalog)),
+    };
+    let mut text = String::new();
+    for entry in entries {
+        let pipeline::Entry::Release(release) = entry else {
+            continue;
+        };
+        let chart = match &release.chart {
+            pipeline::ChartSpec::Local(dir) => match session.project.chart_values(dir) {
+                Ok(chart) => chart,
+                Err(problems) => {
+                    session.diagnostics.extend(problems);
+                    continue;
+                }
+            },
+            pipeline::ChartSpec::Remote(_) => crate::coalesce::ChartValues::default(),
+        };
+        let effective = crate::coalesce::coalesce(release.values.values.clone(), &chart);
+        let steps = crate::explain::steps(&pointer, chart.defaults.as_ref(), &release.layers);
+        text.push_str(&report::explain_text(
+            &release.values,
+            &pointer,
+            &steps,
+            pointer.get(&effective),
+            &session.project.catalog,
+        ));
+    }
+    let status = report_diagnostics(session.diagnostics, &session.project.catalog);
+    if status != 0 {
+        return ExitCode::from(status);
+    }
     write_stdout(&text)
 }
 

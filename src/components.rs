@@ -216,6 +216,8 @@ pub struct ImportReport {
 pub struct Evaluation {
     pub values: Node,
     pub imports: Vec<ImportReport>,
+    /// The imported values alone, before the spec was merged over them (for explain).
+    pub imported: Node,
 }
 
 /// Evaluates `imports ⊕ spec` for one invocation against the target (or none).
@@ -270,6 +272,7 @@ pub fn evaluate(
         return Err(problems);
     }
     let mut overridden = BTreeSet::new();
+    let imported = tree.clone();
     let values = merge_with(tree, inv.spec.clone(), &mut |_, old, _| {
         collect_imports(old, &mut overridden)
     });
@@ -282,6 +285,7 @@ pub fn evaluate(
     Ok(Evaluation {
         values,
         imports: reports,
+        imported,
     })
 }
 

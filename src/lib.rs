@@ -27,6 +27,7 @@ pub mod cli;
 pub mod coalesce;
 pub mod components;
 pub mod diagnostics;
+pub mod explain;
 pub mod glob;
 pub mod helm;
 pub mod layouts;

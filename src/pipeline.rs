@@ -51,6 +51,26 @@ pub struct Release {
     /// The release's target's cluster facts, for Helm's capabilities (flags win over them).
     pub kube_version: Option<String>,
     pub api_versions: Vec<String>,
+    /// The layers whose merge `values.values` is, lowest first (for explain).
+    pub layers: Vec<ExplainLayer>,
+}
+
+/// One layer of a release's values, as explain lists it.
+#[derive(Clone, Debug)]
+pub struct ExplainLayer {
+    /// `imports`, `spec`, `layer 2 FILE`, `runtime values`.
+    pub label: String,
+    /// `None` for a layout values file that does not exist (it contributes nothing).
+    pub node: Option<Node>,
+}
+
+impl ExplainLayer {
+    pub fn new(label: impl Into<String>, node: Option<Node>) -> Self {
+        ExplainLayer {
+            label: label.into(),
+            node,
+        }
+    }
 }
 
 /// One entry of an app, in input order.
@@ -318,8 +338,10 @@ impl Session {
     ) -> Result<Option<Entry>, Vec<Diagnostic>> {
         let object = self.register(doc);
         let mut inv = objects::invocation(&doc.node, object)?;
+        let mut layers = vec![ExplainLayer::new("spec", Some(inv.spec.clone()))];
         if let Some(runtime) = &self.runtime_values {
             inv.spec = crate::merge::merge(inv.spec, runtime.clone());
+            layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
         }
         let chart = self
             .project
@@ -349,6 +371,7 @@ impl Session {
             }
         };
         let evaluation = evaluation?;
+        layers.insert(0, ExplainLayer::new("imports", Some(evaluation.imported)));
         Ok(Some(Entry::Release(Box::new(Release {
             values: InvocationValues {
                 loc: inv.loc,
@@ -367,6 +390,7 @@ impl Session {
             include_crds: true,
             kube_version: target.and_then(|t| t.kube_version.clone()),
             api_versions: target.map(|t| t.api_versions.clone()).unwrap_or_default(),
+            layers,
         }))))
     }
 
@@ -378,8 +402,10 @@ impl Session {
     ) -> Result<Option<Entry>, Vec<Diagnostic>> {
         let object = self.register(doc);
         let mut chart = objects::helm_chart(&doc.node, object)?;
+        let mut layers = vec![ExplainLayer::new("spec.values", Some(chart.values.clone()))];
         if let Some(runtime) = &self.runtime_values {
             chart.values = crate::merge::merge(chart.values, runtime.clone());
+            layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
         }
         let display = format!("HelmChart/{}", chart.name);
         let (chart_text, spec) = match &chart.chart {
@@ -424,6 +450,7 @@ impl Session {
                 .as_ref()
                 .map(|t| t.api_versions.clone())
                 .unwrap_or_default(),
+            layers,
         }))))
     }
 }

@@ -147,3 +147,39 @@ fn source_json(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> serde
     }
     v
 }
+
+/// `nyl explain`: one release's history of one value.
+pub fn explain_text(
+    item: &InvocationValues,
+    pointer: &crate::pointer::Pointer,
+    steps: &[crate::explain::Step<'_>],
+    effective: Option<&Node>,
+    catalog: &Catalog,
+) -> String {
+    let mut out = format!(
+        "# {} ({}) in namespace {}: {pointer}\n",
+        item.name, item.kind, item.namespace
+    );
+    let value = |n: &Node| n.to_json().to_string();
+    for step in steps {
+        match step.node {
+            Some(node) => out.push_str(&format!(
+                "  {}: {} {} ({})\n",
+                step.label,
+                step.rule.text(),
+                value(node),
+                catalog.loc(node.prov.loc)
+            )),
+            None => out.push_str(&format!("  {}: {}\n", step.label, step.rule.text())),
+        }
+    }
+    match effective {
+        Some(node) => out.push_str(&format!(
+            "  => {} ({})\n",
+            value(node),
+            describe(node.prov, &item.imports, catalog)
+        )),
+        None => out.push_str("  => absent: the chart's templates see no value here\n"),
+    }
+    out
+}
