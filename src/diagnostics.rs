@@ -104,6 +104,10 @@ codes! {
     /// Runtime `values` were given for an app with several releases, where it is not clear which
     /// one they are for.
     AmbiguousRuntimeValues = "ambiguous_runtime_values", Error, Input;
+    /// The values a chart would receive violate its `values.schema.json`. Found before Helm runs,
+    /// so the message names the layer and the file and line that set the offending value. Helm's
+    /// own check still runs for what nyl cannot see (remote and packaged charts).
+    ValuesSchemaViolation = "values_schema_violation", Error, Input;
     /// A value cannot be handed to Helm: `.inf` and `.nan` have no JSON form.
     UnsupportedValue = "unsupported_value", Error, Input;
     /// A nyl object (or `nyl.toml`) has a field its kind does not define. Usually a typo or a field

@@ -44,4 +44,5 @@ pub mod schema;
 pub mod targets;
 pub mod validate;
 pub mod value;
+pub mod values_schema;
 pub mod yaml;

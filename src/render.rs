@@ -186,7 +186,7 @@ impl Tree<'_> {
         );
         let mut ok = true;
         while !pending.is_empty() {
-            pending.retain(|&i| self.admit(i));
+            pending.retain(|&i| self.admit(i) && self.schema_ok(i));
             let values: Vec<String> = pending
                 .iter()
                 .map(|&i| self.jobs[i].release.values.values.to_json().to_string())
@@ -273,6 +273,15 @@ impl Tree<'_> {
             .diagnostics
             .push(problem.at(v.loc).object(object));
         false
+    }
+
+    /// Checks a job's values against its chart's `values.schema.json` before Helm runs.
+    fn schema_ok(&mut self, i: usize) -> bool {
+        let problems =
+            crate::values_schema::check(&mut self.session.project, &self.jobs[i].release);
+        let ok = problems.is_empty();
+        self.session.diagnostics.extend(problems);
+        ok
     }
 
     /// Parses a job's output into its nodes; returns the new jobs among them.

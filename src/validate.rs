@@ -163,11 +163,23 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
         }
         for app in &matched {
             apps += 1;
-            check_app(req, &root, &target.name, app, &mut issues);
+            check_app(req, &root, Some(&target.name), app, &mut issues);
         }
         covered.extend(matched);
     }
+    // Layout apps name their own target (or none); they are checked once each.
     if req.target.is_none() {
+        let layout_apps = match Session::start(&pipeline::Request {
+            root: Some(root.clone()),
+            ..Default::default()
+        }) {
+            Ok((session, _)) => session.layout_apps(),
+            Err(_) => Vec::new(),
+        };
+        for app in &layout_apps {
+            apps += 1;
+            check_app(req, &root, None, &app.dir, &mut issues);
+        }
         for (file, loc) in &app_files {
             let parent = file.rsplit_once('/').map_or("", |(dir, _)| dir);
             if !covered.contains(file) && !covered.contains(parent) {
@@ -187,11 +199,11 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
 }
 
 /// The values (and, unless `--no-render`, the render) of one app for one target.
-fn check_app(req: &Request, root: &Path, target: &str, app: &str, issues: &mut Issues) {
+fn check_app(req: &Request, root: &Path, target: Option<&str>, app: &str, issues: &mut Issues) {
     let inputs = pipeline::Request {
         paths: vec![root.join(app)],
         root: Some(root.to_path_buf()),
-        target: Some(target.to_string()),
+        target: target.map(str::to_string),
         ..req.engine.inputs.clone()
     };
     if req.render {
@@ -201,7 +213,7 @@ fn check_app(req: &Request, root: &Path, target: &str, app: &str, issues: &mut I
             ..req.engine.clone()
         };
         let outcome = render::render(&request);
-        issues.extend(&outcome.diagnostics, &outcome.catalog, Some(target));
+        issues.extend(&outcome.diagnostics, &outcome.catalog, target);
         return;
     }
     match Session::start(&inputs) {
@@ -213,9 +225,9 @@ fn check_app(req: &Request, root: &Path, target: &str, app: &str, issues: &mut I
             let mut problems = Vec::new();
             pipeline::check_releases(releases, &mut problems);
             session.diagnostics.extend(problems);
-            issues.extend(&session.diagnostics, &session.project.catalog, Some(target));
+            issues.extend(&session.diagnostics, &session.project.catalog, target);
         }
-        Err((catalog, diags)) => issues.extend(&diags, &catalog, Some(target)),
+        Err((catalog, diags)) => issues.extend(&diags, &catalog, target),
     }
 }
 
