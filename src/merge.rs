@@ -186,4 +186,76 @@ mod tests {
         let folded = merge(merge(doc(a, BASE), doc(b, BASE)), doc(c, BASE));
         assert_eq!(folded.to_json(), json("k: {z: 2}\n"));
     }
+
+    /// A small deterministic generator (no dependency), for the properties below.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+
+        /// A tree over a fixed skeleton: `m*` keys always hold mappings, other keys never do, so
+        /// no layer turns a mapping into a scalar (where a left fold is all there is).
+        fn tree(&mut self, depth: u32) -> Node {
+            let mut map = crate::value::Map::new();
+            for key in ["ma", "mb", "x", "y", "list"] {
+                if self.next(3) == 0 {
+                    continue;
+                }
+                let value = match key {
+                    "ma" | "mb" if depth < 3 => self.tree(depth + 1).value,
+                    "ma" | "mb" => Value::Map(crate::value::Map::new()),
+                    "list" => Value::Seq(
+                        (0..self.next(3))
+                            .map(|i| leaf(Value::Number(i.into())))
+                            .collect(),
+                    ),
+                    _ => match self.next(4) {
+                        0 => Value::Null,
+                        1 => Value::Bool(true),
+                        2 => Value::String(format!("s{}", self.next(5))),
+                        _ => Value::Number(self.next(9).into()),
+                    },
+                };
+                map.insert(key.to_string(), leaf(value));
+            }
+            leaf(Value::Map(map))
+        }
+    }
+
+    fn leaf(value: Value) -> Node {
+        Node::new(
+            value,
+            crate::provenance::Prov::written(crate::provenance::Loc::new(FileId(0), 1)),
+        )
+    }
+
+    #[test]
+    fn property_layering_is_associative_and_overlays_win() {
+        let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..2000 {
+            let (a, b, c) = (g.tree(0), g.tree(0), g.tree(0));
+            let left = merge(merge(a.clone(), b.clone()), c.clone());
+            let right = merge(a.clone(), merge(b.clone(), c.clone()));
+            assert_eq!(left.to_json(), right.to_json());
+            // Every leaf of the overlay (nulls and whole lists included) is in the result as written.
+            let merged = merge(a.clone(), b.clone());
+            b.for_each_leaf(&mut |pointer, node| {
+                if !matches!(node.value, Value::Map(_)) {
+                    let got = crate::pointer::Pointer::parse(pointer)
+                        .ok()
+                        .and_then(|p| p.get(&merged).cloned());
+                    assert_eq!(got.map(|n| n.to_json()), Some(node.to_json()), "{pointer}");
+                }
+            });
+            // An empty layer changes nothing.
+            let empty = leaf(Value::Map(crate::value::Map::new()));
+            assert_eq!(merge(a.clone(), empty.clone()).to_json(), a.to_json());
+            assert_eq!(merge(empty, a.clone()).to_json(), a.to_json());
+        }
+    }
 }
