@@ -238,14 +238,24 @@ fn default_namespace(flag: Option<String>) -> String {
 }
 
 fn values(args: ValuesArgs) -> ExitCode {
-    let outcome = pipeline::values(&args.inputs.request());
+    let outcome = pipeline::values(&args.inputs.request(), args.explain);
     let status = report_diagnostics(outcome.diagnostics, &outcome.catalog);
     if status != 0 {
         return ExitCode::from(status);
     }
     let text = match args.output {
-        Format::Yaml => report::to_yaml(&outcome.items, args.explain, &outcome.catalog),
-        Format::Json => report::to_json(&outcome.items, args.explain, &outcome.catalog),
+        Format::Yaml => report::to_yaml(
+            &outcome.items,
+            args.explain,
+            &outcome.effective,
+            &outcome.catalog,
+        ),
+        Format::Json => report::to_json(
+            &outcome.items,
+            args.explain,
+            &outcome.effective,
+            &outcome.catalog,
+        ),
     };
     write_stdout(&text)
 }

@@ -486,10 +486,14 @@ pub fn check_releases<'a>(
 pub struct Outcome {
     pub catalog: Catalog,
     pub items: Vec<InvocationValues>,
+    /// Per item, its values over the chart defaults (when asked for and the chart is local).
+    pub effective: Vec<Option<Node>>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
-pub fn values(req: &Request) -> Outcome {
+/// `nyl values`; with `with_defaults`, also each release's values coalesced over its chart's
+/// defaults (what the templates see), for `--explain`.
+pub fn values(req: &Request, with_defaults: bool) -> Outcome {
     let (mut session, entries) = match Session::start(req) {
         Ok(started) => started,
         Err((catalog, diagnostics)) => {
@@ -500,13 +504,28 @@ pub fn values(req: &Request) -> Outcome {
             }
         }
     };
-    let items: Vec<InvocationValues> = entries
-        .into_iter()
-        .filter_map(|entry| match entry {
-            Entry::Release(release) => Some(release.values),
-            Entry::Manifest(_) => None,
-        })
-        .collect();
+    let mut items = Vec::new();
+    let mut effective = Vec::new();
+    for entry in entries {
+        let Entry::Release(release) = entry else {
+            continue;
+        };
+        let with = match (&release.chart, with_defaults) {
+            (ChartSpec::Local(dir), true) => match session.project.chart_values(dir) {
+                Ok(chart) => Some(crate::coalesce::coalesce(
+                    release.values.values.clone(),
+                    &chart,
+                )),
+                Err(problems) => {
+                    session.diagnostics.extend(problems);
+                    None
+                }
+            },
+            _ => None,
+        };
+        effective.push(with);
+        items.push(release.values);
+    }
     check_releases(items.iter(), &mut session.diagnostics);
     if items.is_empty() && !session.has_errors() {
         session.diagnostics.push(Diagnostic::new(
@@ -517,6 +536,7 @@ pub fn values(req: &Request) -> Outcome {
     Outcome {
         catalog: session.project.catalog,
         items,
+        effective,
         diagnostics: session.diagnostics,
     }
 }

@@ -63,9 +63,22 @@ fn status_text(report: &ImportReport) -> String {
 }
 
 /// Readable multi-document YAML with a comment header per invocation.
-pub fn to_yaml(items: &[InvocationValues], explain: bool, catalog: &Catalog) -> String {
+///
+/// With `explain`, each release is shown with its chart defaults coalesced in (`effective`), so
+/// every leaf names its layer, chart defaults included.
+pub fn to_yaml(
+    items: &[InvocationValues],
+    explain: bool,
+    effective: &[Option<Node>],
+    catalog: &Catalog,
+) -> String {
     let mut out = String::new();
-    for item in items {
+    for (i, item) in items.iter().enumerate() {
+        let shown = effective
+            .get(i)
+            .and_then(Option::as_ref)
+            .filter(|_| explain)
+            .unwrap_or(&item.values);
         out.push_str("---\n");
         out.push_str(&format!(
             "# {} ({}) in namespace {}",
@@ -83,17 +96,26 @@ pub fn to_yaml(items: &[InvocationValues], explain: bool, catalog: &Catalog) -> 
             let imports: Vec<_> = item.imports.iter().map(status_text).collect();
             out.push_str(&format!("# imports: {}\n", imports.join("; ")));
         }
+        if !std::ptr::eq(shown, &item.values) {
+            out.push_str("# with the chart's defaults, as its templates see them\n");
+        }
         let comment = |node: &Node| explain.then(|| describe(node.prov, &item.imports, catalog));
-        out.push_str(&yaml::to_yaml(&item.values, &comment));
+        out.push_str(&yaml::to_yaml(shown, &comment));
     }
     out
 }
 
 /// One JSON array; with `explain`, each element has `sources`: pointer -> where the leaf came from.
-pub fn to_json(items: &[InvocationValues], explain: bool, catalog: &Catalog) -> String {
+pub fn to_json(
+    items: &[InvocationValues],
+    explain: bool,
+    effective: &[Option<Node>],
+    catalog: &Catalog,
+) -> String {
     let array: Vec<_> = items
         .iter()
-        .map(|item| {
+        .enumerate()
+        .map(|(i, item)| {
             let mut obj = json!({
                 "file": catalog.file(item.loc.file),
                 "line": item.loc.line,
@@ -106,8 +128,15 @@ pub fn to_json(items: &[InvocationValues], explain: bool, catalog: &Catalog) -> 
                 "imports": item.imports,
             });
             if explain {
+                let shown = effective
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .unwrap_or(&item.values);
+                if !std::ptr::eq(shown, &item.values) {
+                    obj["effective"] = shown.to_json();
+                }
                 let mut sources = serde_json::Map::new();
-                item.values.for_each_leaf(&mut |pointer, node| {
+                shown.for_each_leaf(&mut |pointer, node| {
                     sources.insert(
                         pointer.to_string(),
                         source_json(node.prov, &item.imports, catalog),
