@@ -215,7 +215,11 @@ impl Tree<'_> {
                     }
                 })
                 .collect();
-            let outputs = parallel(&templates, req.jobs, |t| cache.template(&helm, t));
+            let outputs = parallel(&templates, req.jobs, |t| cache.template(&helm, t))
+                .into_iter()
+                .map(|o| {
+                    o.unwrap_or_else(|| Err("internal error: the render thread failed".to_string()))
+                });
             let mut next = Vec::new();
             for (i, output) in pending.iter().copied().zip(outputs) {
                 match output {
@@ -324,11 +328,16 @@ fn job_key(v: &InvocationValues) -> String {
     format!("{} {}/{}", v.chart, v.namespace, v.name)
 }
 
-/// `f` over `items` on up to `jobs` threads; results in the order of `items`.
-fn parallel<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+/// `f` over `items` on up to `jobs` threads; results in the order of `items`, `None` where a
+/// worker died (so a lost result can never pass for a missing one).
+fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<Option<R>> {
     let workers = jobs.clamp(1, items.len().max(1));
     if workers == 1 {
-        return items.iter().map(f).collect();
+        return items.iter().map(|item| Some(f(item))).collect();
     }
     let next = AtomicUsize::new(0);
     let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
@@ -351,7 +360,11 @@ fn parallel<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(&T) -> R + Sy
             .collect()
     });
     results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, r)| r).collect()
+    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    for (i, r) in results {
+        out[i] = Some(r);
+    }
+    out
 }
 
 /// Multi-document YAML: each manifest as written, after a `---` line.
@@ -368,4 +381,17 @@ pub fn to_json(manifests: &[Document]) -> String {
     let mut text = serde_json::to_string_pretty(&array).unwrap_or_else(|_| "[]".into());
     text.push('\n');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parallel;
+
+    #[test]
+    fn parallel_keeps_the_order_of_its_items() {
+        let items: Vec<u32> = (0..200).collect();
+        let out = parallel(&items, 4, |i| i * 2);
+        assert_eq!(out, items.iter().map(|i| Some(i * 2)).collect::<Vec<_>>());
+        assert_eq!(parallel(&items[..0], 4, |i| *i), Vec::<Option<u32>>::new());
+    }
 }
