@@ -8,16 +8,28 @@
 //! - [`yaml`]: reading YAML the way Helm does (YAML 1.1) into that tree, and writing it back.
 //! - [`pointer`]: RFC 6901 JSON Pointers.
 //! - [`merge`]: the merge rules (maps merge, everything else replaces, null survives).
+//! - [`coalesce`]: Helm's coalescing of values over chart defaults and subcharts.
 //! - [`diagnostics`]: the registry of stable codes and the diagnostics that carry them.
 //! - [`schema`]: strict shapes of nyl's file kinds, checked with every problem reported.
-//! - [`objects`]: the typed nyl objects (nyl.toml, Cluster, DeploymentTarget, invocation, contract).
+//! - [`reference`]: the reference page and JSON Schemas, generated from those shapes.
+//! - [`objects`]: the typed nyl objects (nyl.toml, Cluster, DeploymentTarget, invocation, HelmChart).
 //! - [`targets`]: choosing the target and computing its effective values.
 //! - [`components`]: component contracts and value imports.
-//! - [`report`]: what `nyl values` prints.
+//! - [`layouts`]: layout patterns, placeholders and app ids.
+//! - [`glob`]: the globs of `spec.apps`.
+//! - [`explain`]: the history of one value through the layers.
+//! - [`argocd`]: the Argo CD plugin's parameters and environment.
+//! - [`report`]: what `nyl values` and `nyl explain` print.
 //!
 //! Shell:
-//! - [`project`]: finding the project root and loading its files.
-//! - [`pipeline`]: one run from paths to evaluated values.
+//! - [`project`]: finding the project root and loading its files, within the limits.
+//! - [`pipeline`]: one run from paths to releases and manifests.
+//! - [`apps`]: layout apps on disk.
+//! - [`helm`]: the real `helm`.
+//! - [`cache`]: the content-addressed render cache.
+//! - [`render`]: rendering, level by level and in parallel, fail closed.
+//! - [`values_schema`]: `values.schema.json` checked before Helm runs.
+//! - [`validate`]: `nyl validate`.
 //! - [`cli`]: the command line.
 
 pub mod apps;
