@@ -6,12 +6,12 @@
 //! - [`provenance`]: files, objects and layers that every value is tagged with.
 //! - [`value`]: the value tree ([`value::Node`]) that carries provenance on every node.
 //! - [`yaml`]: reading YAML the way Helm does (YAML 1.1) into that tree, and writing it back.
-//! - [`pointer`]: RFC 6901 JSON Pointers.
+//! - [`pointer`](mod@pointer): RFC 6901 JSON Pointers.
 //! - [`merge`]: the merge rules (maps merge, everything else replaces, null survives).
 //! - [`coalesce`]: Helm's coalescing of values over chart defaults and subcharts.
 //! - [`diagnostics`]: the registry of stable codes and the diagnostics that carry them.
 //! - [`schema`]: strict shapes of nyl's file kinds, checked with every problem reported.
-//! - [`reference`]: the reference page and JSON Schemas, generated from those shapes.
+//! - [`reference`](mod@reference): the reference page and JSON Schemas, generated from those shapes.
 //! - [`objects`]: the typed nyl objects (nyl.toml, Cluster, DeploymentTarget, invocation, HelmChart).
 //! - [`targets`]: choosing the target and computing its effective values.
 //! - [`components`]: component contracts and value imports.
