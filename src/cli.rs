@@ -17,6 +17,7 @@ use crate::reference;
 use crate::render;
 use crate::report;
 use crate::schema;
+use crate::tree;
 use crate::validate;
 
 #[derive(Parser, Debug)]
@@ -38,6 +39,8 @@ enum Command {
     Explain(ExplainArgs),
     /// Render manifests with the real `helm template` and print them as multi-document YAML.
     Render(RenderArgs),
+    /// Render whole targets into plain Kubernetes trees (kustomization.yaml per app) for Flux and CI.
+    RenderTree(RenderTreeArgs),
     /// Check the whole repository: every file, object and contract, and every app of every target.
     Validate(ValidateArgs),
     /// Print the JSON Schema of a file kind, for editors (yaml-language-server).
@@ -134,6 +137,30 @@ struct RenderArgs {
 }
 
 #[derive(clap::Args, Debug)]
+struct RenderTreeArgs {
+    /// The DeploymentTarget to render.
+    #[arg(long, required_unless_present = "all_targets")]
+    target: Option<String>,
+    /// Every DeploymentTarget, each into DIR/<target>/.
+    #[arg(long, conflicts_with = "target")]
+    all_targets: bool,
+    /// The tree's directory.
+    #[arg(long = "output-dir")]
+    output_dir: PathBuf,
+    /// Write nothing; exit 1 listing the files that differ from what would be written.
+    #[arg(long)]
+    check: bool,
+    /// Escape `${` as `$${`, so Flux's postBuild substitution leaves chart content alone.
+    #[arg(long)]
+    flux_escape: bool,
+    /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
+    #[arg(long)]
+    namespace: Option<String>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+#[derive(clap::Args, Debug)]
 struct ValidateArgs {
     /// The directory to check (the repository root, or part of it).
     #[arg(default_value = ".")]
@@ -209,6 +236,7 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render(args),
         Command::Explain(args) => explain(args),
         Command::Validate(args) => validate(args),
+        Command::RenderTree(args) => render_tree(args),
         Command::Schema { kind } => print_schema(&kind),
         Command::Argocd(ArgocdCommand::Generate(engine)) => argocd_generate(engine),
         Command::Argocd(ArgocdCommand::Parameters) => argocd_parameters(),
@@ -446,6 +474,55 @@ fn validate(args: ValidateArgs) -> ExitCode {
     } else {
         1
     })
+}
+
+fn render_tree(args: RenderTreeArgs) -> ExitCode {
+    let request = tree::Request {
+        targets: args.target.into_iter().collect(),
+        all_targets: args.all_targets,
+        output: args.output_dir,
+        check: args.check,
+        flux_escape: args.flux_escape,
+        engine: render::Request {
+            inputs: Request {
+                default_namespace: default_namespace(args.namespace),
+                ..Request::default()
+            },
+            ..engine_request(&args.engine)
+        },
+    };
+    let outcome = tree::run(&request);
+    let mut status = 0;
+    for (d, catalog) in &outcome.diagnostics {
+        eprintln!("{}", d.render(catalog));
+        status = status.max(diagnostics::exit_status(std::slice::from_ref(d)));
+    }
+    if status != 0 {
+        return ExitCode::from(status);
+    }
+    let mut text = String::new();
+    if args.check {
+        for path in &outcome.differ {
+            text.push_str(&format!("differs: {path}\n"));
+        }
+        text.push_str(&format!(
+            "{} files up to date, {} differ\n",
+            outcome.unchanged,
+            outcome.differ.len()
+        ));
+    } else {
+        text.push_str(&format!(
+            "{} files written, {} unchanged, {} removed\n",
+            outcome.written.len(),
+            outcome.unchanged,
+            outcome.removed.len()
+        ));
+    }
+    let written = write_stdout(&text);
+    if args.check && !outcome.differ.is_empty() {
+        return ExitCode::from(1);
+    }
+    written
 }
 
 fn print_schema(name: &str) -> ExitCode {

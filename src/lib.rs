@@ -54,6 +54,7 @@ pub mod render;
 pub mod report;
 pub mod schema;
 pub mod targets;
+pub mod tree;
 pub mod validate;
 pub mod value;
 pub mod values_schema;

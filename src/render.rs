@@ -49,6 +49,8 @@ pub enum Gate {
 pub struct Outcome {
     pub catalog: Catalog,
     pub manifests: Vec<Document>,
+    /// Per manifest: whether a chart rendered it (else an app file holds it as written).
+    pub from_chart: Vec<bool>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -65,6 +67,7 @@ pub fn render(req: &Request) -> Outcome {
         }
     };
     let mut manifests = Vec::new();
+    let mut from_chart = Vec::new();
     // Fail closed: with any problem in the inputs, Helm is not even run. Validation looks past
     // problems elsewhere in the project, to find every app's own.
     let skip = match req.gate {
@@ -78,7 +81,9 @@ pub fn render(req: &Request) -> Outcome {
         };
         let top = tree.nodes(entries, &[]);
         if tree.run(req, skip) {
-            tree.flatten(&top, &mut manifests);
+            let mut flat = Vec::new();
+            tree.flatten(&top, &mut flat);
+            (manifests, from_chart) = flat.into_iter().unzip();
         }
         let releases: Vec<&InvocationValues> = tree
             .jobs
@@ -111,13 +116,15 @@ pub fn render(req: &Request) -> Outcome {
     Outcome {
         catalog: session.project.catalog,
         manifests: if failed { Vec::new() } else { manifests },
+        from_chart: if failed { Vec::new() } else { from_chart },
         diagnostics,
     }
 }
 
 /// A manifest, or a release whose output (once rendered) is more nodes.
 enum Node {
-    Manifest(Document),
+    /// A manifest, and whether a chart rendered it (else it was written in an app file).
+    Manifest(Document, bool),
     Release(usize),
 }
 
@@ -142,7 +149,7 @@ impl Tree<'_> {
         entries
             .into_iter()
             .map(|entry| match entry {
-                Entry::Manifest(doc) => Node::Manifest(doc),
+                Entry::Manifest(doc) => Node::Manifest(doc, !chain.is_empty()),
                 Entry::Release(release) => {
                     self.jobs.push(Job {
                         release: *release,
@@ -311,10 +318,10 @@ impl Tree<'_> {
         (first_new..self.jobs.len()).collect()
     }
 
-    fn flatten(&mut self, nodes: &[Node], out: &mut Vec<Document>) {
+    fn flatten(&mut self, nodes: &[Node], out: &mut Vec<(Document, bool)>) {
         for node in nodes {
             match node {
-                Node::Manifest(doc) => out.push(doc.clone()),
+                Node::Manifest(doc, from_chart) => out.push((doc.clone(), *from_chart)),
                 Node::Release(i) => {
                     let children = std::mem::take(&mut self.jobs[*i].output);
                     self.flatten(&children, out);

@@ -232,10 +232,10 @@ fn check_app(req: &Request, root: &Path, target: Option<&str>, app: &str, issues
 }
 
 /// The files and directories below the validated directory.
-struct Tree {
+pub(crate) struct Tree {
     /// Every file and directory, relative to the project root with `/`, charts and hidden
     /// directories left out: what `spec.apps` globs match against.
-    paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
     /// YAML files outside charts and the targets search paths (which the project loads itself).
     yaml_files: Vec<PathBuf>,
     /// Directories holding `Chart.yaml`.
@@ -243,7 +243,7 @@ struct Tree {
 }
 
 impl Tree {
-    fn scan(project: &Project, dir: &Path) -> Tree {
+    pub(crate) fn scan(project: &Project, dir: &Path) -> Tree {
         let root = &project.root;
         let target_dirs: Vec<PathBuf> = project
             .config

@@ -13,6 +13,7 @@ mod cache;
 mod coalesce;
 mod remote;
 mod schemas;
+mod tree;
 
 const SEPARATOR: &str = "==> status\n";
 

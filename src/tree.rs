@@ -1,0 +1,333 @@
+//! `nyl render-tree`: whole targets written as plain Kubernetes trees that any GitOps engine syncs
+//! (Flux's `Kustomization`, Argo CD directory apps, `kubectl kustomize`).
+//!
+//! Layout under the output directory (per target with `--all-targets`):
+//! - one directory per app at the app's path relative to the project root (`apps/db.yaml` becomes
+//!   `apps/db/`, `apps/web/` stays `apps/web/`), holding one file per resource named
+//!   `<kind>_<namespace>_<name>.yaml` (lowercase; `_` for cluster-scoped) and a
+//!   `kustomization.yaml` listing them;
+//! - a top-level `kustomization.yaml` listing the app directories;
+//! - `.nyl/index.json`: every file written, with its sha256 and the app and target it came from.
+//!
+//! A rerun writes byte-identical files, leaves unchanged files untouched, and removes only files
+//! the previous index lists; files it does not know are never touched. Nothing is written unless
+//! every app rendered.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::diagnostics::{Code, Diagnostic};
+use crate::glob;
+use crate::pipeline::{self, Session};
+use crate::provenance::Catalog;
+use crate::render;
+use crate::validate;
+
+pub struct Request {
+    pub targets: Vec<String>,
+    pub all_targets: bool,
+    pub output: PathBuf,
+    pub check: bool,
+    pub flux_escape: bool,
+    pub engine: render::Request,
+}
+
+/// One file of the tree: its path relative to the output directory and its content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct File {
+    pub path: String,
+    pub content: String,
+    pub app: String,
+    pub target: String,
+}
+
+/// What a run did or, with `--check`, would do.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub written: Vec<String>,
+    pub unchanged: usize,
+    pub removed: Vec<String>,
+    /// With `--check`: the files that differ from what would be written.
+    pub differ: Vec<String>,
+    pub diagnostics: Vec<(Diagnostic, Catalog)>,
+}
+
+const INDEX: &str = ".nyl/index.json";
+
+pub fn run(req: &Request) -> Outcome {
+    let mut outcome = Outcome::default();
+    let mut files = Vec::new();
+    let start = Session::start(&pipeline::Request {
+        paths: Vec::new(),
+        ..req.engine.inputs.clone()
+    });
+    let (session, _) = match start {
+        Ok(started) => started,
+        Err((catalog, diags)) => {
+            outcome
+                .diagnostics
+                .extend(diags.into_iter().map(|d| (d, catalog.clone())));
+            return outcome;
+        }
+    };
+    let targets: Vec<String> = if req.all_targets {
+        session
+            .project
+            .targets
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    } else {
+        req.targets.clone()
+    };
+    let scan = validate::Tree::scan(&session.project, &session.project.root);
+    let layout_apps = session.layout_apps();
+    for target in &targets {
+        let prefix = if req.all_targets {
+            format!("{target}/")
+        } else {
+            String::new()
+        };
+        let Some(dt) = session.project.targets.iter().find(|t| t.name == *target) else {
+            let d = Diagnostic::new(
+                Code::TargetNotFound,
+                format!("no DeploymentTarget is named {target:?}"),
+            );
+            outcome.diagnostics.push((d, Catalog::default()));
+            continue;
+        };
+        let mut apps: BTreeSet<String> = BTreeSet::new();
+        for (pattern, _) in &dt.apps {
+            apps.extend(
+                scan.paths
+                    .iter()
+                    .filter(|p| glob::matches(pattern, p))
+                    .cloned(),
+            );
+        }
+        // Layout apps whose layout names this target.
+        for app in &layout_apps {
+            let layout = &session.project.config.layouts[app.layout].0;
+            let own = layout
+                .target
+                .as_ref()
+                .and_then(|t| crate::layouts::substitute(t, &app.bindings).ok());
+            if own.as_deref() == Some(target.as_str()) {
+                apps.insert(app.dir.clone());
+            }
+        }
+        let mut app_dirs = Vec::new();
+        for app in &apps {
+            let request = render::Request {
+                inputs: pipeline::Request {
+                    paths: vec![session.project.root.join(app)],
+                    root: Some(session.project.root.clone()),
+                    target: Some(target.clone()),
+                    ..req.engine.inputs.clone()
+                },
+                allow_empty: true,
+                ..req.engine.clone()
+            };
+            let rendered = render::render(&request);
+            if rendered.diagnostics.iter().any(Diagnostic::is_error) {
+                let catalog = rendered.catalog;
+                outcome.diagnostics.extend(
+                    rendered
+                        .diagnostics
+                        .into_iter()
+                        .map(|d| (d, catalog.clone())),
+                );
+                continue;
+            }
+            let dir = format!("{prefix}{}", app_dir(app));
+            files.extend(app_files(&dir, app, target, &rendered, req.flux_escape));
+            app_dirs.push(dir);
+        }
+        files.push(File {
+            path: format!("{prefix}kustomization.yaml"),
+            content: kustomization(
+                app_dirs
+                    .iter()
+                    .map(|d| d.strip_prefix(&prefix).unwrap_or(d).to_string()),
+            ),
+            app: String::new(),
+            target: target.clone(),
+        });
+    }
+    if req.all_targets {
+        files.push(File {
+            path: "kustomization.yaml".into(),
+            content: kustomization(targets.iter().cloned()),
+            app: String::new(),
+            target: String::new(),
+        });
+    }
+    // Fail closed: a tree with an app missing would make the GitOps engine prune it.
+    if outcome.diagnostics.iter().any(|(d, _)| d.is_error()) {
+        return outcome;
+    }
+    sync(&req.output, files, req.check, &mut outcome);
+    outcome
+}
+
+/// `apps/db.yaml` -> `apps/db`, `apps/web` -> `apps/web`.
+fn app_dir(app: &str) -> String {
+    app.strip_suffix(".yaml")
+        .or_else(|| app.strip_suffix(".yml"))
+        .unwrap_or(app)
+        .to_string()
+}
+
+fn app_files(
+    dir: &str,
+    app: &str,
+    target: &str,
+    rendered: &render::Outcome,
+    flux_escape: bool,
+) -> Vec<File> {
+    let mut by_name: BTreeMap<String, String> = BTreeMap::new();
+    for (doc, from_chart) in rendered.manifests.iter().zip(&rendered.from_chart) {
+        let node = &doc.node;
+        let field = |path: &[&str]| {
+            let mut n = node;
+            for key in path {
+                n = n.get(key)?;
+            }
+            n.as_str().map(str::to_string)
+        };
+        let kind = field(&["kind"]).unwrap_or_else(|| "unknown".into());
+        let namespace = field(&["metadata", "namespace"]).unwrap_or_else(|| "_".into());
+        let name = field(&["metadata", "name"]).unwrap_or_else(|| "unnamed".into());
+        let base = sanitize(&format!("{kind}_{namespace}_{name}"));
+        let mut file = format!("{base}.yaml");
+        let mut n = 2;
+        while by_name.contains_key(&file) {
+            file = format!("{base}-{n}.yaml");
+            n += 1;
+        }
+        // Chart output is escaped; manifests written in app files keep their `${VAR}`s, which
+        // is where Flux's substitution is meant to apply.
+        let text = if flux_escape && *from_chart {
+            doc.text.replace("${", "$${")
+        } else {
+            doc.text.clone()
+        };
+        by_name.insert(file, text);
+    }
+    let mut files: Vec<File> = by_name
+        .iter()
+        .map(|(file, content)| File {
+            path: format!("{dir}/{file}"),
+            content: content.clone(),
+            app: app.to_string(),
+            target: target.to_string(),
+        })
+        .collect();
+    files.push(File {
+        path: format!("{dir}/kustomization.yaml"),
+        content: kustomization(by_name.keys().cloned()),
+        app: app.to_string(),
+        target: target.to_string(),
+    });
+    files
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+fn kustomization(resources: impl Iterator<Item = String>) -> String {
+    let mut out = String::from(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n",
+    );
+    let mut any = false;
+    for r in resources {
+        any = true;
+        out.push_str(&format!("  - {r}\n"));
+    }
+    if !any {
+        out = out.replace("resources:\n", "resources: []\n");
+    }
+    out
+}
+
+fn sha(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Brings the output directory to `files`: writes what changed, removes what the previous index
+/// listed and is gone, touches nothing else. With `check`, only compares.
+fn sync(out: &Path, mut files: Vec<File>, check: bool, outcome: &mut Outcome) {
+    let previous: BTreeSet<String> = fs::read_to_string(out.join(INDEX))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["files"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|f| f["path"].as_str().map(str::to_string))
+        // An index entry never reaches outside the output directory.
+        .filter(|p| !p.split('/').any(|s| s == ".." || s.is_empty()))
+        .collect();
+    let index = serde_json::json!({
+        "files": files.iter().map(|f| serde_json::json!({
+            "path": f.path, "sha256": sha(&f.content), "app": f.app, "target": f.target,
+        })).collect::<Vec<_>>()
+    });
+    let current: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
+    files.push(File {
+        path: INDEX.to_string(),
+        content: serde_json::to_string_pretty(&index).unwrap_or_default() + "\n",
+        app: String::new(),
+        target: String::new(),
+    });
+    for file in &files {
+        let path = out.join(&file.path);
+        if fs::read_to_string(&path).ok().as_deref() == Some(file.content.as_str()) {
+            outcome.unchanged += 1;
+            continue;
+        }
+        if check {
+            outcome.differ.push(file.path.clone());
+            continue;
+        }
+        let written = path
+            .parent()
+            .map_or(Ok(()), fs::create_dir_all)
+            .and_then(|()| fs::write(&path, &file.content));
+        match written {
+            Ok(()) => outcome.written.push(file.path.clone()),
+            Err(e) => outcome.diagnostics.push((
+                Diagnostic::new(
+                    Code::IoError,
+                    format!("cannot write {}: {e}", path.display()),
+                ),
+                Catalog::default(),
+            )),
+        }
+    }
+    for stale in previous.difference(&current) {
+        let path = out.join(stale);
+        if !path.exists() {
+            continue;
+        }
+        if check {
+            outcome.differ.push(stale.clone());
+        } else if fs::remove_file(&path).is_ok() {
+            outcome.removed.push(stale.clone());
+        }
+    }
+}
