@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::argocd;
 use crate::cache;
 use crate::diagnostics::{self, Diagnostic};
+use crate::diff;
 use crate::pipeline::{self, Request};
 use crate::project::{self, Project};
 use crate::provenance::Catalog;
@@ -41,6 +42,8 @@ enum Command {
     Render(RenderArgs),
     /// Render whole targets into plain Kubernetes trees (kustomization.yaml per app) for Flux and CI.
     RenderTree(RenderTreeArgs),
+    /// What a change does to the rendered manifests, per resource, between two git revisions.
+    Diff(DiffArgs),
     /// Check the whole repository: every file, object and contract, and every app of every target.
     Validate(ValidateArgs),
     /// Print the JSON Schema of a file kind, for editors (yaml-language-server).
@@ -161,6 +164,36 @@ struct RenderTreeArgs {
 }
 
 #[derive(clap::Args, Debug)]
+struct DiffArgs {
+    /// The base revision.
+    #[arg(long)]
+    base: String,
+    /// The head revision [default: the working tree].
+    #[arg(long)]
+    head: Option<String>,
+    /// Render every app of this DeploymentTarget (or, with APPs, those apps for it).
+    #[arg(long)]
+    target: Option<String>,
+    /// Exit 1 when anything differs.
+    #[arg(long)]
+    exit_code: bool,
+    /// Output format.
+    #[arg(long = "output", short = 'o', value_enum, default_value_t = DiffFormat::Text)]
+    output: DiffFormat,
+    /// Apps, relative to the project root.
+    apps: Vec<String>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum DiffFormat {
+    Text,
+    /// For a pull-request comment.
+    Markdown,
+}
+
+#[derive(clap::Args, Debug)]
 struct ValidateArgs {
     /// The directory to check (the repository root, or part of it).
     #[arg(default_value = ".")]
@@ -236,6 +269,7 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render(args),
         Command::Explain(args) => explain(args),
         Command::Validate(args) => validate(args),
+        Command::Diff(args) => diff(args),
         Command::RenderTree(args) => render_tree(args),
         Command::Schema { kind } => print_schema(&kind),
         Command::Argocd(ArgocdCommand::Generate(engine)) => argocd_generate(engine),
@@ -474,6 +508,46 @@ fn validate(args: ValidateArgs) -> ExitCode {
     } else {
         1
     })
+}
+
+fn diff(args: DiffArgs) -> ExitCode {
+    if args.target.is_none() && args.apps.is_empty() {
+        eprintln!("error: name a --target, or the apps to compare");
+        return ExitCode::from(2);
+    }
+    let request = diff::Request {
+        base: args.base,
+        head: args.head,
+        target: args.target,
+        apps: args.apps,
+        engine: render::Request {
+            inputs: Request {
+                default_namespace: default_namespace(None),
+                ..Request::default()
+            },
+            ..engine_request(&args.engine)
+        },
+    };
+    let diffs = match diff::run(&request, Path::new(".")) {
+        Ok(diffs) => diffs,
+        Err(problems) => {
+            let mut status = 0;
+            for (d, catalog) in &problems {
+                eprintln!("{}", d.render(catalog));
+                status = status.max(diagnostics::exit_status(std::slice::from_ref(d)));
+            }
+            return ExitCode::from(status.max(1));
+        }
+    };
+    let text = match args.output {
+        DiffFormat::Text => diff::to_text(&diffs),
+        DiffFormat::Markdown => diff::to_markdown(&diffs),
+    };
+    let written = write_stdout(&text);
+    if args.exit_code && diffs.iter().any(|d| !d.changes.is_empty()) {
+        return ExitCode::from(1);
+    }
+    written
 }
 
 fn render_tree(args: RenderTreeArgs) -> ExitCode {

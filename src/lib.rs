@@ -39,6 +39,7 @@ pub mod cli;
 pub mod coalesce;
 pub mod components;
 pub mod diagnostics;
+pub mod diff;
 pub mod explain;
 pub mod glob;
 pub mod helm;

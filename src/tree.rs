@@ -99,39 +99,10 @@ pub fn run(req: &Request) -> Outcome {
             outcome.diagnostics.push((d, Catalog::default()));
             continue;
         };
-        let mut apps: BTreeSet<String> = BTreeSet::new();
-        for (pattern, _) in &dt.apps {
-            apps.extend(
-                scan.paths
-                    .iter()
-                    .filter(|p| glob::matches(pattern, p))
-                    .cloned(),
-            );
-        }
-        // Layout apps whose layout names this target.
-        for app in &layout_apps {
-            let layout = &session.project.config.layouts[app.layout].0;
-            let own = layout
-                .target
-                .as_ref()
-                .and_then(|t| crate::layouts::substitute(t, &app.bindings).ok());
-            if own.as_deref() == Some(target.as_str()) {
-                apps.insert(app.dir.clone());
-            }
-        }
+        let apps = target_apps(&session, &scan, &layout_apps, dt);
         let mut app_dirs = Vec::new();
         for app in &apps {
-            let request = render::Request {
-                inputs: pipeline::Request {
-                    paths: vec![session.project.root.join(app)],
-                    root: Some(session.project.root.clone()),
-                    target: Some(target.clone()),
-                    ..req.engine.inputs.clone()
-                },
-                allow_empty: true,
-                ..req.engine.clone()
-            };
-            let rendered = render::render(&request);
+            let rendered = render_app(&req.engine, &session.project.root, target, app);
             if rendered.diagnostics.iter().any(Diagnostic::is_error) {
                 let catalog = rendered.catalog;
                 outcome.diagnostics.extend(
@@ -171,6 +142,56 @@ pub fn run(req: &Request) -> Outcome {
     }
     sync(&req.output, files, req.check, &mut outcome);
     outcome
+}
+
+/// The apps a DeploymentTarget deploys: what its `spec.apps` globs match, and the layout apps
+/// whose layout names it as their target.
+pub(crate) fn target_apps(
+    session: &Session,
+    scan: &validate::Tree,
+    layout_apps: &[crate::apps::LayoutApp],
+    target: &crate::objects::DeploymentTarget,
+) -> BTreeSet<String> {
+    let mut apps: BTreeSet<String> = BTreeSet::new();
+    for (pattern, _) in &target.apps {
+        apps.extend(
+            scan.paths
+                .iter()
+                .filter(|p| glob::matches(pattern, p))
+                .cloned(),
+        );
+    }
+    for app in layout_apps {
+        let layout = &session.project.config.layouts[app.layout].0;
+        let own = layout
+            .target
+            .as_ref()
+            .and_then(|t| crate::layouts::substitute(t, &app.bindings).ok());
+        if own.as_deref() == Some(target.name.as_str()) {
+            apps.insert(app.dir.clone());
+        }
+    }
+    apps
+}
+
+/// One app rendered for one target, empty renders allowed (an app may be empty in a tree).
+pub fn render_app(
+    engine: &render::Request,
+    root: &Path,
+    target: &str,
+    app: &str,
+) -> render::Outcome {
+    let request = render::Request {
+        inputs: pipeline::Request {
+            paths: vec![root.join(app)],
+            root: Some(root.to_path_buf()),
+            target: Some(target.to_string()),
+            ..engine.inputs.clone()
+        },
+        allow_empty: true,
+        ..engine.clone()
+    };
+    render::render(&request)
 }
 
 /// `apps/db.yaml` -> `apps/db`, `apps/web` -> `apps/web`.

@@ -11,6 +11,7 @@ use std::process::Command;
 
 mod cache;
 mod coalesce;
+mod diff;
 mod remote;
 mod schemas;
 mod tree;

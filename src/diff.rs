@@ -1,0 +1,418 @@
+//! `nyl diff`: what a change does to the rendered manifests, per resource, for review.
+//!
+//! Both sides are rendered by the same pipeline: the base revision (and the head, unless it is
+//! the working tree) checked out with the real `git` into temporary worktrees. Resources are
+//! matched by kind, namespace and name; a changed one is shown as a unified diff of its YAML.
+//! Secret values are masked (a short digest shows that they changed, never what they are). The
+//! render cache makes the unchanged side nearly free.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+use crate::diagnostics::{Code, Diagnostic};
+use crate::pipeline::{self, Session};
+use crate::provenance::Catalog;
+use crate::render;
+use crate::tree;
+use crate::validate;
+use crate::value::{Node, Value};
+
+pub struct Request {
+    pub base: String,
+    /// `None`: the working tree.
+    pub head: Option<String>,
+    pub target: Option<String>,
+    /// Apps (paths relative to the project root); all apps of the target when empty.
+    pub apps: Vec<String>,
+    pub engine: render::Request,
+}
+
+/// A resource's identity: kind, namespace, name.
+pub type ResourceId = (String, String, String);
+
+#[derive(Debug)]
+pub enum Change {
+    Added(ResourceId),
+    Removed(ResourceId),
+    Changed(ResourceId, String),
+}
+
+#[derive(Debug)]
+pub struct AppDiff {
+    pub app: String,
+    pub changes: Vec<Change>,
+}
+
+type Problems = Vec<(Diagnostic, Catalog)>;
+
+pub fn run(req: &Request, start: &Path) -> Result<Vec<AppDiff>, Problems> {
+    let fail = |m: String| vec![(Diagnostic::new(Code::IoError, m), Catalog::default())];
+    let root = crate::project::find_root(start).map_err(|d| vec![(d, Catalog::default())])?;
+    let top = git(&root, &["rev-parse", "--show-toplevel"]).map_err(fail)?;
+    let top = PathBuf::from(top.trim());
+    let rel = std::fs::canonicalize(&root).unwrap_or(root.clone());
+    let rel = rel
+        .strip_prefix(std::fs::canonicalize(&top).unwrap_or(top.clone()))
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
+    let base = Worktree::add(&top, &req.base).map_err(fail)?;
+    let head = match &req.head {
+        Some(rev) => Some(Worktree::add(&top, rev).map_err(fail)?),
+        None => None,
+    };
+    let base_side = side(req, &base.dir.join(&rel))?;
+    let head_side = side(
+        req,
+        &head.as_ref().map_or(root.clone(), |w| w.dir.join(&rel)),
+    )?;
+    let mut apps: Vec<&String> = base_side.keys().chain(head_side.keys()).collect();
+    apps.sort();
+    apps.dedup();
+    let empty = BTreeMap::new();
+    Ok(apps
+        .into_iter()
+        .map(|app| AppDiff {
+            app: app.clone(),
+            changes: compare(
+                base_side.get(app).unwrap_or(&empty),
+                head_side.get(app).unwrap_or(&empty),
+            ),
+        })
+        .collect())
+}
+
+/// Every app of one side, rendered: app -> resource -> its masked YAML.
+fn side(
+    req: &Request,
+    root: &Path,
+) -> Result<BTreeMap<String, BTreeMap<ResourceId, String>>, Problems> {
+    let inputs = pipeline::Request {
+        root: Some(root.to_path_buf()),
+        paths: Vec::new(),
+        ..req.engine.inputs.clone()
+    };
+    let (session, _) = Session::start(&inputs)
+        .map_err(|(c, d)| d.into_iter().map(|d| (d, c.clone())).collect::<Vec<_>>())?;
+    let apps: Vec<String> = match (&req.target, req.apps.is_empty()) {
+        (Some(target), true) => {
+            let Some(dt) = session.project.targets.iter().find(|t| t.name == *target) else {
+                // The target does not exist on this side: it deploys nothing here.
+                return Ok(BTreeMap::new());
+            };
+            let scan = validate::Tree::scan(&session.project, &session.project.root);
+            tree::target_apps(&session, &scan, &session.layout_apps(), dt)
+                .into_iter()
+                .collect()
+        }
+        _ => req.apps.clone(),
+    };
+    let mut out = BTreeMap::new();
+    for app in apps {
+        if !root.join(&app).exists() {
+            continue;
+        }
+        let rendered = match &req.target {
+            Some(target) => tree::render_app(&req.engine, root, target, &app),
+            None => render::render(&render::Request {
+                inputs: pipeline::Request {
+                    paths: vec![root.join(&app)],
+                    ..inputs.clone()
+                },
+                allow_empty: true,
+                ..req.engine.clone()
+            }),
+        };
+        if rendered.diagnostics.iter().any(Diagnostic::is_error) {
+            let catalog = rendered.catalog;
+            return Err(rendered
+                .diagnostics
+                .into_iter()
+                .map(|d| (d, catalog.clone()))
+                .collect());
+        }
+        let resources = rendered
+            .manifests
+            .iter()
+            .map(|doc| {
+                (
+                    resource_id(&doc.node),
+                    crate::yaml::to_yaml(&masked(&doc.node), &|_| None),
+                )
+            })
+            .collect();
+        out.insert(app, resources);
+    }
+    Ok(out)
+}
+
+fn resource_id(node: &Node) -> ResourceId {
+    let text = |n: Option<&Node>| n.and_then(Node::as_str).unwrap_or("").to_string();
+    let meta = node.get("metadata");
+    (
+        text(node.get("kind")),
+        text(meta.and_then(|m| m.get("namespace"))),
+        text(meta.and_then(|m| m.get("name"))),
+    )
+}
+
+/// A Secret with its `data` and `stringData` values replaced by a short digest.
+fn masked(node: &Node) -> Node {
+    if node.get("kind").and_then(Node::as_str) != Some("Secret") {
+        return node.clone();
+    }
+    let mut node = node.clone();
+    if let Value::Map(map) = &mut node.value {
+        for key in ["data", "stringData"] {
+            if let Some(Value::Map(values)) = map.get_mut(key).map(|n| &mut n.value) {
+                for v in values.values_mut() {
+                    let digest: String = Sha256::digest(v.to_json().to_string())
+                        .iter()
+                        .take(4)
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    v.value = Value::String(format!("<masked sha256:{digest}>"));
+                }
+            }
+        }
+    }
+    node
+}
+
+fn compare(
+    base: &BTreeMap<ResourceId, String>,
+    head: &BTreeMap<ResourceId, String>,
+) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for (id, text) in head {
+        match base.get(id) {
+            None => changes.push(Change::Added(id.clone())),
+            Some(old) if old != text => {
+                changes.push(Change::Changed(id.clone(), unified(old, text)))
+            }
+            Some(_) => {}
+        }
+    }
+    for id in base.keys().filter(|id| !head.contains_key(*id)) {
+        changes.push(Change::Removed(id.clone()));
+    }
+    changes
+}
+
+/// A unified diff of two texts' lines, with three lines of context.
+pub fn unified(old: &str, new: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+    // Longest common subsequence, from the end; bounded so a huge resource cannot exhaust memory.
+    if a.len().saturating_mul(b.len()) > 4_000_000 {
+        let mut out = String::new();
+        a.iter().for_each(|l| out.push_str(&format!("-{l}\n")));
+        b.iter().for_each(|l| out.push_str(&format!("+{l}\n")));
+        return out;
+    }
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut ops: Vec<(char, &str)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            ops.push((' ', a[i]));
+            i += 1;
+            j += 1;
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            ops.push(('-', a[i]));
+            i += 1;
+        } else {
+            ops.push(('+', b[j]));
+            j += 1;
+        }
+    }
+    let near_change = |k: usize| {
+        let lo = k.saturating_sub(3);
+        let hi = (k + 3).min(ops.len() - 1);
+        ops[lo..=hi].iter().any(|(c, _)| *c != ' ')
+    };
+    let mut out = String::new();
+    let mut skipped = false;
+    for (k, (c, line)) in ops.iter().enumerate() {
+        if near_change(k) {
+            if skipped && !out.is_empty() {
+                out.push_str("@@\n");
+            }
+            skipped = false;
+            out.push_str(&format!("{c}{line}\n"));
+        } else {
+            skipped = true;
+        }
+    }
+    out
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A temporary checkout of one revision, removed when dropped.
+struct Worktree {
+    top: PathBuf,
+    dir: PathBuf,
+}
+
+impl Worktree {
+    fn add(top: &Path, rev: &str) -> Result<Worktree, String> {
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("nyl-diff-{}-{n}", std::process::id()));
+        let path = dir.to_string_lossy().into_owned();
+        git(top, &["worktree", "add", "--detach", "--quiet", &path, rev])?;
+        Ok(Worktree {
+            top: top.to_path_buf(),
+            dir,
+        })
+    }
+}
+
+impl Drop for Worktree {
+    fn drop(&mut self) {
+        let path = self.dir.to_string_lossy().into_owned();
+        let _ = git(&self.top, &["worktree", "remove", "--force", &path]);
+    }
+}
+
+fn summary(d: &AppDiff) -> (usize, usize, usize) {
+    let count = |f: fn(&Change) -> bool| d.changes.iter().filter(|c| f(c)).count();
+    (
+        count(|c| matches!(c, Change::Added(_))),
+        count(|c| matches!(c, Change::Removed(_))),
+        count(|c| matches!(c, Change::Changed(..))),
+    )
+}
+
+fn id_text((kind, ns, name): &ResourceId) -> String {
+    if ns.is_empty() {
+        format!("{kind} {name}")
+    } else {
+        format!("{kind} {ns}/{name}")
+    }
+}
+
+/// Plain text: a summary line per app, then its changes.
+pub fn to_text(diffs: &[AppDiff]) -> String {
+    let mut out = String::new();
+    for d in diffs.iter().filter(|d| !d.changes.is_empty()) {
+        let (added, removed, changed) = summary(d);
+        out.push_str(&format!(
+            "{}: {added} added, {removed} removed, {changed} changed\n",
+            d.app
+        ));
+        for c in &d.changes {
+            match c {
+                Change::Added(id) => out.push_str(&format!("+ {}\n", id_text(id))),
+                Change::Removed(id) => out.push_str(&format!("- {}\n", id_text(id))),
+                Change::Changed(id, diff) => {
+                    out.push_str(&format!("~ {}\n", id_text(id)));
+                    diff.lines()
+                        .for_each(|l| out.push_str(&format!("    {l}\n")));
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no changes\n");
+    }
+    out
+}
+
+/// Markdown for a pull-request comment.
+pub fn to_markdown(diffs: &[AppDiff]) -> String {
+    let changed: Vec<&AppDiff> = diffs.iter().filter(|d| !d.changes.is_empty()).collect();
+    if changed.is_empty() {
+        return "No changes to the rendered manifests.\n".to_string();
+    }
+    let mut out = String::from(
+        "## Rendered manifests\n\n| app | added | removed | changed |\n|---|---|---|---|\n",
+    );
+    for d in &changed {
+        let (a, r, c) = summary(d);
+        out.push_str(&format!("| `{}` | {a} | {r} | {c} |\n", d.app));
+    }
+    for d in changed {
+        out.push_str(&format!("\n### `{}`\n\n", d.app));
+        for c in &d.changes {
+            match c {
+                Change::Added(id) => out.push_str(&format!("- added **{}**\n", id_text(id))),
+                Change::Removed(id) => out.push_str(&format!("- removed **{}**\n", id_text(id))),
+                Change::Changed(id, diff) => {
+                    out.push_str(&format!(
+                        "- changed **{}**\n\n```diff\n{diff}```\n\n",
+                        id_text(id)
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unified_diffs_show_changes_with_context() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n";
+        let new = "a\nb\nc\nd\nE\nf\ng\nh\ni\nj\nk\n";
+        assert_eq!(
+            unified(old, new),
+            " b\n c\n d\n-e\n+E\n f\n g\n h\n i\n j\n+k\n"
+        );
+        assert_eq!(unified("same\n", "same\n"), "");
+    }
+
+    #[test]
+    fn secrets_are_masked_but_changes_still_show() {
+        let secret = |v: &str| {
+            let text =
+                format!("kind: Secret\nmetadata: {{name: s}}\nstringData: {{password: {v}}}\n");
+            masked(
+                &crate::yaml::parse_stream(
+                    &text,
+                    crate::provenance::FileId(0),
+                    &Default::default(),
+                )
+                .docs
+                .remove(0),
+            )
+        };
+        let (a, b) = (secret("hunter2"), secret("hunter3"));
+        let text = crate::yaml::to_yaml(&a, &|_| None);
+        assert!(
+            !text.contains("hunter2") && text.contains("<masked sha256:"),
+            "{text}"
+        );
+        assert_ne!(a.to_json(), b.to_json(), "a changed secret still differs");
+    }
+}
