@@ -337,7 +337,7 @@ fn job_key(v: &InvocationValues) -> String {
 
 /// `f` over `items` on up to `jobs` threads; results in the order of `items`, `None` where a
 /// worker died (so a lost result can never pass for a missing one).
-fn parallel<T: Sync, R: Send>(
+pub(crate) fn parallel<T: Sync, R: Send>(
     items: &[T],
     jobs: usize,
     f: impl Fn(&T) -> R + Sync,

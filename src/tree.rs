@@ -101,8 +101,24 @@ pub fn run(req: &Request) -> Outcome {
         };
         let apps = target_apps(&session, &scan, &layout_apps, dt);
         let mut app_dirs = Vec::new();
-        for app in &apps {
-            let rendered = render_app(&req.engine, &session.project.root, target, app);
+        let apps: Vec<String> = apps.into_iter().collect();
+        // Apps render in parallel, sharing the cache; a lone app parallelises its own releases.
+        let engine = render::Request {
+            jobs: if apps.len() > 1 { 1 } else { req.engine.jobs },
+            ..req.engine.clone()
+        };
+        let rendered_apps = render::parallel(&apps, req.engine.jobs, |app| {
+            render_app(&engine, &session.project.root, target, app)
+        });
+        for (app, rendered) in apps.iter().zip(rendered_apps) {
+            let Some(rendered) = rendered else {
+                let d = Diagnostic::new(
+                    Code::IoError,
+                    format!("internal error: the render of {app} failed"),
+                );
+                outcome.diagnostics.push((d, Catalog::default()));
+                continue;
+            };
             if rendered.diagnostics.iter().any(Diagnostic::is_error) {
                 let catalog = rendered.catalog;
                 outcome.diagnostics.extend(
