@@ -11,8 +11,8 @@
 //! - An entry is `nyl-cache-v1 <sha256> <length>\n` followed by the output, verified on every read:
 //!   a corrupt or truncated entry is a miss and a warning, never wrong output.
 //! - Writes go to a temporary file renamed into place, so processes sharing the directory see
-//!   whole entries or none. A hit refreshes the entry's modification time; when the directory
-//!   grows past its bound, the least recently used entries go first.
+//!   whole entries or none. A hit refreshes the entry's modification time; when a run that wrote
+//!   leaves the directory past its bound, the least recently used entries go first.
 //! - A cache that cannot be written costs one warning; the render still succeeds.
 
 use std::collections::HashMap;
@@ -54,6 +54,8 @@ pub struct Cache {
     hits: AtomicUsize,
     misses: AtomicUsize,
     warned_unwritable: AtomicBool,
+    /// Whether this run wrote an entry (then the size bound is checked at the end).
+    wrote: AtomicBool,
 }
 
 /// Where remembered `helm version` probes live inside a cache directory.
@@ -84,6 +86,7 @@ impl Cache {
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
             warned_unwritable: AtomicBool::new(false),
+            wrote: AtomicBool::new(false),
         }
     }
 
@@ -111,8 +114,12 @@ impl Cache {
         Ok(output)
     }
 
-    /// Logs the one-line summary of the run.
-    pub fn summary(&self) {
+    /// Ends the run: bounds the directory (once, not per write: the walk costs a stat per entry)
+    /// and logs the one-line summary.
+    pub fn finish(&self) {
+        if self.wrote.load(Ordering::Relaxed) {
+            self.evict();
+        }
         let (hits, misses) = (
             self.hits.load(Ordering::Relaxed),
             self.misses.load(Ordering::Relaxed),
@@ -231,7 +238,7 @@ impl Cache {
             }
             return;
         }
-        self.evict();
+        self.wrote.store(true, Ordering::Relaxed);
     }
 
     fn write_entry(&self, path: &Path, output: &str) -> std::io::Result<()> {
@@ -250,7 +257,8 @@ impl Cache {
             let mut file = fs::File::create(&tmp)?;
             writeln!(file, "{MAGIC} {digest} {}", output.len())?;
             file.write_all(output.as_bytes())?;
-            file.sync_data()?;
+            // No fsync: an entry torn by a crash fails verification and is a miss, so the rename
+            // alone is enough, and a render does not wait for the disk.
             fs::rename(&tmp, path)
         })();
         if result.is_err() {

@@ -246,7 +246,7 @@ impl Tree<'_> {
             ok &= !self.session.has_errors_after(skip);
             pending = next;
         }
-        cache.summary();
+        cache.finish();
         ok && !self.session.has_errors_after(skip)
     }
 
