@@ -174,7 +174,7 @@ impl Session {
             .inside(&chart_path)
             .map_err(|d| vec![d.at(layout_loc)])?;
         let (mut values, mut layers) = self.layers(&layout, app, &fill, loc)?;
-        if let Some(runtime) = &self.runtime_values {
+        if let Some(runtime) = self.runtime_values() {
             values = merge(values, runtime.clone());
             layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
         }

@@ -6,8 +6,9 @@
 //!   `charts/` and the contract included), the values handed to Helm, the release name,
 //!   namespace, kube version, API versions and include-CRDs. Repository paths and modification
 //!   times never enter it: Argo CD unpacks a fresh copy of the repository for every request.
-//! - Remote charts are keyed by repository, chart and version; without a pinned version they are
-//!   not cached, since the newest version can change under the same inputs.
+//! - Remote charts are keyed by repository, chart and version; without an exact version (none, or
+//!   a range) they are not cached, since what Helm resolves can change under the same inputs.
+//!   A version tag is trusted not to move.
 //! - An entry is `nyl-cache-v1 <sha256> <length>\n` followed by the output, verified on every read:
 //!   a corrupt or truncated entry is a miss and a warning, never wrong output.
 //! - Writes go to a temporary file renamed into place, so processes sharing the directory see
@@ -145,7 +146,8 @@ impl Cache {
         let chart = match t.chart {
             ChartSpec::Local(dir) => format!("local {}", self.chart_digest(dir)?),
             ChartSpec::Remote(remote) => {
-                remote.version.as_ref()?;
+                // Only an exact version pins a chart: a range (`^1.2`, `1.x`) can resolve anew.
+                remote.version.as_deref().filter(|v| is_exact_version(v))?;
                 format!("remote {remote}")
             }
         };
@@ -297,6 +299,20 @@ impl Cache {
     }
 }
 
+/// `1.2.3`, `v1.2.3`, `1.2.3-rc.1+build`: a semantic version, no range.
+fn is_exact_version(v: &str) -> bool {
+    let core = v.strip_prefix('v').unwrap_or(v);
+    let (core, rest) = core.split_at(core.find(['-', '+']).unwrap_or(core.len()));
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-+.".contains(&b))
+}
+
 /// The output of an entry whose header matches its content.
 fn verify(bytes: &[u8]) -> Option<String> {
     let newline = bytes.iter().position(|b| *b == b'\n')?;
@@ -354,6 +370,10 @@ mod tests {
         assert_ne!(key("v4.3.1", Some("1.0.1"), None).unwrap(), base);
         assert_ne!(key("v4.3.1", Some("1.0.0"), Some("1.31.0")).unwrap(), base);
         assert_eq!(key("v4.3.1", None, None), None);
+        for range in ["^1.0.0", "1.x", ">=1.0.0", "~1.2", "1.0"] {
+            assert_eq!(key("v4.3.1", Some(range), None), None, "{range} is no pin");
+        }
+        assert!(key("v4.3.1", Some("v1.2.3-rc.1+b5"), None).is_some());
     }
 
     #[test]

@@ -624,7 +624,7 @@ fn argocd_parameters() -> ExitCode {
 
 /// Prints every diagnostic to stderr, in a stable order, and returns the exit status they imply.
 fn report_diagnostics(mut diags: Vec<Diagnostic>, catalog: &Catalog) -> u8 {
-    diagnostics::sort(&mut diags);
+    diagnostics::sort(&mut diags, catalog);
     let mut stderr = io::stderr().lock();
     for d in &diags {
         let _ = writeln!(stderr, "{}", d.render(catalog));

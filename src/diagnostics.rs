@@ -326,9 +326,18 @@ impl Issue {
     }
 }
 
-/// Sorts diagnostics into a stable order (by file, line, code) without losing any.
-pub fn sort(diags: &mut [Diagnostic]) {
-    diags.sort_by(|a, b| (a.loc, a.code, &a.message).cmp(&(b.loc, b.code, &b.message)));
+/// Sorts diagnostics by file path, line and code, the order a reader expects; those without a file
+/// come first.
+pub fn sort(diags: &mut [Diagnostic], catalog: &Catalog) {
+    let key = |d: &Diagnostic| {
+        (
+            d.loc.map(|l| catalog.file(l.file).to_string()),
+            d.loc.map(|l| l.line),
+            d.code,
+            d.message.clone(),
+        )
+    };
+    diags.sort_by_key(key);
 }
 
 /// The exit status for a run that produced these diagnostics: 0, 1 (input) or 2 (usage).

@@ -92,7 +92,10 @@ pub struct Session {
     /// How many diagnostics loading the project produced (they come first).
     pub loaded: usize,
     /// Runtime chart values, for the app's one release.
-    pub(crate) runtime_values: Option<Node>,
+    runtime_values: Option<Node>,
+    /// True while the inputs' own files are read: runtime values apply to their releases, never
+    /// to releases that chart output invokes.
+    reading_apps: bool,
     /// Runtime target values, merged over every target's values.
     runtime_target_values: Option<Node>,
 }
@@ -115,6 +118,7 @@ impl Session {
             evaluate: true,
             loaded: 0,
             runtime_values: None,
+            reading_apps: false,
             runtime_target_values: None,
         };
         session.runtime_values = session.runtime("values", req.values.as_deref(), false);
@@ -130,6 +134,11 @@ impl Session {
             }
         }
         Ok(session)
+    }
+
+    /// The runtime chart values, when a release of the inputs' own files is being read.
+    pub(crate) fn runtime_values(&self) -> Option<Node> {
+        self.runtime_values.clone().filter(|_| self.reading_apps)
     }
 
     /// A target by name, with the runtime target values merged over its values.
@@ -184,8 +193,24 @@ impl Session {
         let mut session = Session::open(&first, req)?;
         session.loaded = session.diagnostics.len();
         let mut entries = Vec::new();
+        session.reading_apps = true;
         for path in &req.paths {
             entries.extend(session.read_path(path, &req.default_namespace));
+        }
+        session.reading_apps = false;
+        let releases = entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Release(_)))
+            .count();
+        if session.runtime_values.is_some() && releases > 1 {
+            session.diagnostics.push(Diagnostic::new(
+                Code::AmbiguousRuntimeValues,
+                format!(
+                    "runtime values were given, but the inputs hold {releases} releases, so it is \
+                     not clear which one they are for; give them to an app with one release"
+                ),
+            ));
+            entries.clear();
         }
         Ok((session, entries))
     }
@@ -232,26 +257,6 @@ impl Session {
             if let Some((file_docs, dir)) = self.read_app_file(file) {
                 docs.extend(file_docs.into_iter().map(|d| (d, dir.clone())));
             }
-        }
-        let releases = docs
-            .iter()
-            .filter(|(d, _)| {
-                matches!(
-                    objects::classify(&d.node),
-                    Ok(DocKind::Invocation | DocKind::HelmChart)
-                )
-            })
-            .count();
-        if self.runtime_values.is_some() && releases > 1 {
-            self.diagnostics.push(Diagnostic::new(
-                Code::AmbiguousRuntimeValues,
-                format!(
-                    "runtime values were given, but {} holds {releases} releases, so it is not clear \
-                     which one they are for; give them to an app with one release",
-                    path.display()
-                ),
-            ));
-            return Vec::new();
         }
         let mut entries = Vec::new();
         for (doc, dir) in docs {
@@ -339,7 +344,7 @@ impl Session {
         let object = self.register(doc);
         let mut inv = objects::invocation(&doc.node, object)?;
         let mut layers = vec![ExplainLayer::new("spec", Some(inv.spec.clone()))];
-        if let Some(runtime) = &self.runtime_values {
+        if let Some(runtime) = self.runtime_values() {
             inv.spec = crate::merge::merge(inv.spec, runtime.clone());
             layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
         }
@@ -403,7 +408,7 @@ impl Session {
         let object = self.register(doc);
         let mut chart = objects::helm_chart(&doc.node, object)?;
         let mut layers = vec![ExplainLayer::new("spec.values", Some(chart.values.clone()))];
-        if let Some(runtime) = &self.runtime_values {
+        if let Some(runtime) = self.runtime_values() {
             chart.values = crate::merge::merge(chart.values, runtime.clone());
             layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
         }

@@ -40,6 +40,8 @@ pub struct Project {
     pub clusters: Vec<Cluster>,
     pub targets: Vec<DeploymentTarget>,
     contracts: HashMap<PathBuf, ContractState>,
+    charts: HashMap<PathBuf, Result<ChartValues, ()>>,
+    checked_charts: HashMap<PathBuf, bool>,
     files_read: u64,
     bytes_read: u64,
 }
@@ -91,6 +93,8 @@ impl Project {
             clusters: Vec::new(),
             targets: Vec::new(),
             contracts: HashMap::new(),
+            charts: HashMap::new(),
+            checked_charts: HashMap::new(),
             files_read: 0,
             bytes_read: 0,
         };
@@ -101,8 +105,48 @@ impl Project {
     }
 
     /// A chart directory's defaults and its vendored subcharts' (directories under `charts/`;
-    /// packaged `.tgz` subcharts are left to Helm), tagged as chart defaults.
+    /// packaged `.tgz` subcharts are left to Helm), tagged as chart defaults; read once per run.
     pub fn chart_values(&mut self, dir: &Path) -> Result<ChartValues, Vec<Diagnostic>> {
+        if let Some(known) = self.charts.get(dir) {
+            return known.clone().map_err(|()| Vec::new());
+        }
+        let loaded = self.load_chart_values(dir);
+        self.charts
+            .insert(dir.to_path_buf(), loaded.clone().map_err(drop));
+        loaded
+    }
+
+    /// Refuses a chart directory that holds symbolic links: Helm would follow them (`.Files.Get`,
+    /// subcharts) out of the repository. Checked once per directory and run.
+    pub fn check_chart(&mut self, dir: &Path) -> Result<(), Vec<Diagnostic>> {
+        if let Some(known) = self.checked_charts.get(dir) {
+            return if *known { Ok(()) } else { Err(Vec::new()) };
+        }
+        let links: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.path_is_symlink())
+            .map(walkdir::DirEntry::into_path)
+            .collect();
+        self.checked_charts
+            .insert(dir.to_path_buf(), links.is_empty());
+        if links.is_empty() {
+            return Ok(());
+        }
+        Err(links
+            .iter()
+            .map(|link| {
+                let file = self.catalog.add_file(self.display_path(link));
+                Diagnostic::new(
+                    Code::NotRegularFile,
+                    "a symbolic link in a chart: Helm would follow it, possibly out of the repository; vendor the file instead",
+                )
+                .at(Loc::new(file, 0))
+            })
+            .collect())
+    }
+
+    fn load_chart_values(&mut self, dir: &Path) -> Result<ChartValues, Vec<Diagnostic>> {
         let mut chart = ChartValues::default();
         let values = dir.join("values.yaml");
         if values.is_file() {
@@ -132,7 +176,7 @@ impl Project {
                     .to_string_lossy()
                     .into_owned()
             });
-            chart.subcharts.push((name, self.chart_values(&sub)?));
+            chart.subcharts.push((name, self.load_chart_values(&sub)?));
         }
         Ok(chart)
     }
@@ -436,6 +480,7 @@ fn load_config(root: &Path, catalog: &mut Catalog) -> Result<Config, Vec<Diagnos
         fs::read_to_string(root.join(CONFIG_FILE)).map_err(|e| vec![read_error(&e, file)])?;
     let config = objects::config(&toml_to_node(&text, file).map_err(|d| vec![d])?)?;
     let mut problems = alias_problems(&config);
+    problems.extend(search_path_problems(&config));
     problems.extend(layout_problems(&config));
     if problems.is_empty() {
         Ok(config)
@@ -452,6 +497,24 @@ fn read_error(e: &std::io::Error, file: FileId) -> Diagnostic {
         Diagnostic::new(Code::IoError, format!("cannot read: {e}"))
     };
     d.at(Loc::new(file, 0))
+}
+
+/// Search paths must stay inside the project: relative, and no `..`.
+fn search_path_problems(config: &Config) -> Vec<Diagnostic> {
+    let paths = config
+        .components_search_paths
+        .iter()
+        .chain(&config.targets_search_paths);
+    paths
+        .filter(|p| Path::new(p).is_absolute() || p.split(['/', '\\']).any(|s| s == ".."))
+        .map(|p| {
+            Diagnostic::new(
+                Code::PathOutsideProject,
+                format!("search path {p:?} must be relative to the project root, without '..'"),
+            )
+            .object(CONFIG_FILE)
+        })
+        .collect()
 }
 
 /// Layouts whose templates use placeholders their app pattern does not bind, or that share a name.

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::cache::{self, Cache};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::helm::{Helm, Template};
-use crate::pipeline::{self, Entry, Release, Session};
+use crate::pipeline::{self, ChartSpec, Entry, Release, Session};
 use crate::provenance::Catalog;
 use crate::report::InvocationValues;
 use crate::yaml::Document;
@@ -288,6 +288,13 @@ impl Tree<'_> {
 
     /// Checks a job's values against its chart's `values.schema.json` before Helm runs.
     fn schema_ok(&mut self, i: usize) -> bool {
+        // No links in the chart: Helm would follow them out of the repository.
+        if let ChartSpec::Local(dir) = &self.jobs[i].release.chart {
+            if let Err(problems) = self.session.project.check_chart(dir) {
+                self.session.diagnostics.extend(problems);
+                return false;
+            }
+        }
         let problems =
             crate::values_schema::check(&mut self.session.project, &self.jobs[i].release);
         let ok = problems.is_empty();

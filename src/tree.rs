@@ -110,6 +110,19 @@ pub fn run(req: &Request) -> Outcome {
         let rendered_apps = render::parallel(&apps, req.engine.jobs, |app| {
             render_app(&engine, &session.project.root, target, app)
         });
+        let mut dirs: BTreeMap<String, &String> = BTreeMap::new();
+        for app in &apps {
+            if let Some(other) = dirs.insert(app_dir(app), app) {
+                let d = Diagnostic::new(
+                    Code::DuplicateObject,
+                    format!(
+                        "apps {other} and {app} would both be written to {}; rename one",
+                        app_dir(app)
+                    ),
+                );
+                outcome.diagnostics.push((d, Catalog::default()));
+            }
+        }
         for (app, rendered) in apps.iter().zip(rendered_apps) {
             let Some(rendered) = rendered else {
                 let d = Diagnostic::new(
@@ -177,6 +190,7 @@ pub(crate) fn target_apps(
                 .cloned(),
         );
     }
+    let mut apps = without_covered_files(apps);
     for app in layout_apps {
         let layout = &session.project.config.layouts[app.layout].0;
         let own = layout
@@ -188,6 +202,16 @@ pub(crate) fn target_apps(
         }
     }
     apps
+}
+
+/// Drops matched files whose directory is matched too: a directory app already renders its own
+/// YAML files.
+pub fn without_covered_files(apps: BTreeSet<String>) -> BTreeSet<String> {
+    let covered = |app: &String| {
+        app.rsplit_once('/')
+            .is_some_and(|(dir, _)| apps.contains(dir))
+    };
+    apps.iter().filter(|a| !covered(a)).cloned().collect()
 }
 
 /// One app rendered for one target, empty renders allowed (an app may be empty in a tree).

@@ -161,6 +161,7 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
             }
             matched.extend(hits.into_iter().cloned());
         }
+        let matched = crate::tree::without_covered_files(matched);
         for app in &matched {
             apps += 1;
             check_app(req, &root, Some(&target.name), app, &mut issues);

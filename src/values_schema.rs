@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::coalesce::{coalesce, ChartValues};
+use crate::coalesce::coalesce;
 use crate::diagnostics::{Code, Diagnostic};
 use crate::pipeline::{ChartSpec, Release};
 use crate::pointer::Pointer;
@@ -13,7 +13,8 @@ use crate::project::Project;
 use crate::report::describe;
 use crate::value::Node;
 
-/// Violations of the release's chart schema and of its directory subcharts' schemas.
+/// Violations of the release's chart schema. Subcharts' schemas are left to Helm, which knows
+/// their conditions, tags and aliases.
 pub fn check(project: &mut Project, release: &Release) -> Vec<Diagnostic> {
     let ChartSpec::Local(dir) = &release.chart else {
         return Vec::new();
@@ -28,7 +29,6 @@ pub fn check(project: &mut Project, release: &Release) -> Vec<Diagnostic> {
         project,
         release,
         dir,
-        &chart,
         &effective,
         &release.values.chart,
         &mut out,
@@ -40,7 +40,6 @@ fn check_chart(
     project: &Project,
     release: &Release,
     dir: &Path,
-    chart: &ChartValues,
     values: &Node,
     name: &str,
     out: &mut Vec<Diagnostic>,
@@ -69,24 +68,14 @@ fn check_chart(
             out.push(
                 Diagnostic::new(
                     Code::ValuesSchemaViolation,
-                    format!("values.schema.json of {name}: at {at}: {error} (set by {source})"),
+                    // Masked: a pattern or enum violation must not print the value, which may be a secret.
+                    format!(
+                        "values.schema.json of {name}: at {at}: {} (set by {source})",
+                        error.masked()
+                    ),
                 )
                 .at(node.prov.loc)
                 .object(format!("{}/{}", release.values.kind, release.values.name)),
-            );
-        }
-    }
-    for (sub, sub_chart) in &chart.subcharts {
-        if let Some(sub_values) = values.get(sub) {
-            let sub_dir = dir.join("charts").join(sub);
-            check_chart(
-                project,
-                release,
-                &sub_dir,
-                sub_chart,
-                sub_values,
-                &format!("{name}/charts/{sub}"),
-                out,
             );
         }
     }

@@ -25,23 +25,61 @@ fn is_marker(line: &str) -> bool {
     })
 }
 
-/// The chunks of `text` between document markers, each with the line it starts on. A chunk
-/// starts with its `---` line, so markers that carry content (`--- |`) still parse.
+/// The chunks of `text`, one document each, with the line each starts on. A `---` starts a new
+/// chunk unless nothing but directives and comments came before it in the current one (they
+/// belong to the document it starts); a `...` ends the current chunk.
 fn chunks(text: &str) -> Vec<(u32, &str)> {
     let mut out = Vec::new();
-    let (mut start, mut start_line, mut offset) = (0, 1u32, 0);
+    let (mut start, mut start_line, mut offset, mut content) = (0, 1u32, 0, false);
     for (i, line) in text.split_inclusive('\n').enumerate() {
-        if offset > start && line.starts_with("---") && is_marker(line.trim_end_matches('\n')) {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        let end = offset + line.len();
+        if line.starts_with("---") && is_marker(bare) && content {
             out.push((start_line, &text[start..offset]));
-            start = offset;
-            start_line = i as u32 + 1;
+            (start, start_line) = (offset, i as u32 + 1);
+            content = false;
         }
-        offset += line.len();
+        if line.starts_with("...") && is_marker(bare) {
+            out.push((start_line, &text[start..end]));
+            (start, start_line, content) = (end, i as u32 + 2, false);
+        } else if !(bare.trim().is_empty()
+            || bare.starts_with('#')
+            || bare.starts_with('%')
+            || (line.starts_with("---") && is_marker(bare)))
+        {
+            content = true;
+        }
+        offset = end;
     }
     if start < text.len() {
         out.push((start_line, &text[start..]));
     }
     out
+}
+
+/// A chunk's text as output shows it: without directives, a bare `---` line (with at most a
+/// comment) or a `...` line.
+fn body(chunk: &str) -> String {
+    let mut lines: Vec<&str> = chunk.lines().collect();
+    while lines
+        .last()
+        .is_some_and(|l| l.trim().is_empty() || (l.starts_with("...") && is_marker(l)))
+    {
+        lines.pop();
+    }
+    let bare_marker = |l: &str| {
+        l.starts_with("---") && is_marker(l) && {
+            let rest = l[3..].trim();
+            rest.is_empty() || rest.starts_with('#')
+        }
+    };
+    let kept: Vec<&str> = lines
+        .into_iter()
+        .filter(|l| !l.starts_with('%') && !bare_marker(l))
+        .collect();
+    let mut text = kept.join("\n").trim_end().to_string();
+    text.push('\n');
+    text
 }
 
 /// Parses every document of `text`, keeping each one's text. Documents that are empty or only
@@ -56,15 +94,11 @@ pub fn parse_documents(
     for (line, chunk) in chunks(text) {
         let parsed = parse_stream_from(chunk, file, line, limits);
         diags.extend(parsed.diagnostics);
-        let body = match chunk.split_once('\n') {
-            Some((first, rest)) if first.trim_end() == "---" => rest,
-            _ => chunk,
-        };
-        let body = body.trim_end();
+        let text = body(chunk);
         for node in parsed.docs {
             docs.push(Document {
                 node,
-                text: format!("{body}\n"),
+                text: text.clone(),
             });
         }
     }
@@ -115,6 +149,22 @@ mod tests {
         assert!(diags.is_empty(), "{diags:?}");
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[0].node.as_str(), Some("block\n"));
+    }
+
+    #[test]
+    fn end_markers_directives_and_marker_comments() {
+        let text = "a: 1\n...\nb: 2\n...\n";
+        assert_eq!(
+            docs(text),
+            [(1, "a: 1\n".to_string()), (3, "b: 2\n".to_string())]
+        );
+        let text = "%YAML 1.1\n---\nc: 3\n--- # second\nd: 4\n";
+        assert_eq!(
+            docs(text),
+            [(3, "c: 3\n".to_string()), (5, "d: 4\n".to_string())]
+        );
+        let text = "# Source: x\n---\ne: 5\n";
+        assert_eq!(docs(text), [(3, "# Source: x\ne: 5\n".to_string())]);
     }
 
     #[test]

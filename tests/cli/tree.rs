@@ -227,3 +227,30 @@ fn flux_escape_protects_chart_content_and_keeps_written_variables() {
         "without --flux-escape nothing changes"
     );
 }
+
+#[test]
+fn overlapping_globs_write_each_resource_once() {
+    let (repo, out) = example_copy("tree-overlap");
+    let targets = repo.join("targets/prod-eu-1.yaml");
+    fs::write(
+        &targets,
+        fs::read_to_string(&targets)
+            .unwrap()
+            .replace("    - apps/*.yaml\n", "    - apps/**\n"),
+    )
+    .unwrap();
+    let (status, _, stderr) = render_tree(
+        &repo,
+        &format!("--target prod-eu-1 --output-dir {}", out.display()),
+    );
+    assert_eq!(status, 0, "{stderr}");
+    let names: Vec<String> = tree(&out)
+        .into_iter()
+        .filter(|(p, _)| !p.ends_with("kustomization.yaml") && !p.starts_with(".nyl"))
+        .map(|(p, _)| p.rsplit('/').next().unwrap().to_string())
+        .collect();
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(names.len(), unique.len(), "{names:?}");
+}
