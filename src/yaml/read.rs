@@ -394,8 +394,9 @@ impl MapBuild {
         }
     }
 
-    /// `<<`: a mapping or a list of mappings; nothing already present is replaced, so explicit
-    /// entries win wherever they stand and earlier mappings of the list win over later ones.
+    /// `<<`: a mapping or a list of mappings, applied as go-yaml v2 (Helm) applies it: the merged
+    /// entries replace keys written before the `<<`, keys written after it win, and within a list
+    /// an earlier mapping wins over a later one.
     fn merge(&mut self, node: Node, line: u32, diags: &mut Vec<Diagnostic>) {
         let loc = Loc::new(node.prov.loc.file, line);
         let maps: Option<Vec<Map>> = match node.value {
@@ -408,11 +409,8 @@ impl MapBuild {
             diags.push(Diagnostic::new(Code::InvalidDocument, msg).at(loc));
             return;
         };
-        for (key, node) in maps.into_iter().flatten() {
-            self.members.entry(key).or_insert(Member {
-                node,
-                written_at: None,
-            });
+        for (key, node) in maps.into_iter().rev().flatten() {
+            self.members.insert(key, Member { node, written_at: None });
         }
     }
 
@@ -957,10 +955,11 @@ mod tests {
     }
 
     #[test]
-    fn explicit_keys_win_over_merged_ones_wherever_the_merge_stands() {
+    fn merged_entries_replace_keys_before_the_merge_and_yield_to_keys_after_it() {
+        // As go-yaml v2, which Helm reads values with, does: `a` before `<<` is replaced.
         let text = "base: &b {a: 1, b: 2, c: 3}\nm:\n  a: 10\n  <<: *b\n  c: 30\n";
         let v = doc(text);
-        assert_eq!(v["m"], json!({"a": 10, "b": 2, "c": 30}));
+        assert_eq!(v["m"], json!({"a": 1, "b": 2, "c": 30}));
         let keys: Vec<&String> = v["m"].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["a", "b", "c"]);
     }
