@@ -133,13 +133,6 @@ impl Cache {
         }
     }
 
-    pub fn counts(&self) -> (usize, usize) {
-        (
-            self.hits.load(Ordering::Relaxed),
-            self.misses.load(Ordering::Relaxed),
-        )
-    }
-
     /// The key of a render, or `None` when it must not be cached (an unpinned remote chart, a
     /// chart directory that cannot be read).
     fn key(&self, t: &Template<'_>) -> Option<String> {
@@ -269,8 +262,23 @@ impl Cache {
         result
     }
 
-    /// Removes least recently used entries while the directory is over its bound.
+    /// Removes least recently used entries while the directory is over its bound, and temporary
+    /// files that a killed process left behind (older than an hour).
     fn evict(&self) {
+        let hour_ago = SystemTime::now() - std::time::Duration::from_secs(3600);
+        for e in walkdir::WalkDir::new(&self.dir)
+            .into_iter()
+            .filter_map(Result::ok)
+        {
+            let stale = e.file_name().to_string_lossy().starts_with(".tmp-")
+                && e.metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .is_some_and(|t| t < hour_ago);
+            if stale {
+                let _ = fs::remove_file(e.path());
+            }
+        }
         let mut entries: Vec<(SystemTime, u64, PathBuf)> = walkdir::WalkDir::new(&self.dir)
             .into_iter()
             .filter_map(Result::ok)

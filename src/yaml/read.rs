@@ -410,7 +410,13 @@ impl MapBuild {
             return;
         };
         for (key, node) in maps.into_iter().rev().flatten() {
-            self.members.insert(key, Member { node, written_at: None });
+            self.members.insert(
+                key,
+                Member {
+                    node,
+                    written_at: None,
+                },
+            );
         }
     }
 
