@@ -65,9 +65,9 @@ enum ArgocdCommand {
     Parameters,
 }
 
-/// What to evaluate, for `values` and `render`.
+/// The target and runtime values, for `values`, `render` and `explain`.
 #[derive(clap::Args, Debug)]
-struct InputArgs {
+struct ContextArgs {
     /// The DeploymentTarget (or, when none has the name, the Cluster) whose values feed imports.
     #[arg(long, env = "NYL_TARGET")]
     target: Option<String>,
@@ -80,16 +80,12 @@ struct InputArgs {
     /// Runtime target values (a YAML string), merged over the effective target values.
     #[arg(long = "target-values")]
     target_values: Option<String>,
-    /// Invocation files, directories of an app, layout app directories, or layout app ids
-    /// (`prod.*.cert-manager`).
-    #[arg(default_value = ".")]
-    paths: Vec<PathBuf>,
 }
 
-impl InputArgs {
-    fn request(self) -> Request {
+impl ContextArgs {
+    fn request(self, paths: Vec<PathBuf>) -> Request {
         Request {
-            paths: self.paths,
+            paths,
             root: None,
             target: self.target,
             default_namespace: default_namespace(self.namespace),
@@ -99,20 +95,27 @@ impl InputArgs {
     }
 }
 
+/// What to evaluate, for `values` and `render`.
+#[derive(clap::Args, Debug)]
+struct InputArgs {
+    #[command(flatten)]
+    context: ContextArgs,
+    /// Invocation files, directories of an app, layout app directories, or layout app ids
+    /// (`prod.*.cert-manager`).
+    #[arg(default_value = ".")]
+    paths: Vec<PathBuf>,
+}
+
+impl InputArgs {
+    fn request(self) -> Request {
+        self.context.request(self.paths)
+    }
+}
+
 #[derive(clap::Args, Debug)]
 struct ExplainArgs {
-    /// The DeploymentTarget (or, when none has the name, the Cluster) whose values feed imports.
-    #[arg(long, env = "NYL_TARGET")]
-    target: Option<String>,
-    /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
-    #[arg(long)]
-    namespace: Option<String>,
-    /// Runtime chart values (a YAML string).
-    #[arg(long = "values")]
-    values: Option<String>,
-    /// Runtime target values (a YAML string).
-    #[arg(long = "target-values")]
-    target_values: Option<String>,
+    #[command(flatten)]
+    context: ContextArgs,
     /// The app: an invocation file, an app directory, a layout app directory or id.
     app: PathBuf,
     /// The value, as a JSON Pointer into the chart's values: `/storage/size`.
@@ -330,14 +333,7 @@ fn explain(args: ExplainArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let request = Request {
-        paths: vec![args.app],
-        root: None,
-        target: args.target,
-        default_namespace: default_namespace(args.namespace),
-        values: args.values,
-        target_values: args.target_values,
-    };
+    let request = args.context.request(vec![args.app]);
     let (mut session, entries) = match pipeline::Session::start(&request) {
         Ok(started) => started,
         Err((catalog, diags)) => return ExitCode::from(report_diagnostics(diags, &catalog)),
