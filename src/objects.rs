@@ -89,6 +89,19 @@ pub fn check_shape(doc: &Node, shape: &Shape, object: Option<&str>) -> Result<()
     }
 }
 
+/// How the catalog names a document's object: its `kind` and `metadata.name` (`?` when absent).
+pub fn object_ref(doc: &Node) -> crate::provenance::ObjectRef {
+    crate::provenance::ObjectRef {
+        kind: doc
+            .field("kind")
+            .and_then(Node::as_str)
+            .unwrap_or("?")
+            .to_string(),
+        name: name_of(doc).unwrap_or("?").to_string(),
+        loc: doc.prov.loc,
+    }
+}
+
 /// `metadata.name` of a shape-checked document.
 pub fn name_of(doc: &Node) -> Option<&str> {
     doc.field("metadata")

@@ -12,7 +12,7 @@ use crate::diagnostics::{Code, Diagnostic};
 use crate::layouts;
 use crate::objects::{self, ChartSource, DocKind, RemoteChart};
 use crate::project::{self, ChartRef, Project};
-use crate::provenance::{Catalog, Layer, Loc, ObjectRef};
+use crate::provenance::{Catalog, Layer, Loc};
 use crate::report::InvocationValues;
 use crate::targets::{self, Target};
 use crate::value::Node;
@@ -325,15 +325,7 @@ impl Session {
 
     fn register(&mut self, doc: &Document) -> crate::provenance::ObjectId {
         let node = &doc.node;
-        self.project.catalog.add_object(ObjectRef {
-            kind: node
-                .field("kind")
-                .and_then(|k| k.as_str())
-                .unwrap_or("?")
-                .to_string(),
-            name: objects::name_of(node).unwrap_or("?").to_string(),
-            loc: node.prov.loc,
-        })
+        self.project.catalog.add_object(objects::object_ref(node))
     }
 
     fn invocation(

@@ -13,7 +13,7 @@ use crate::glob;
 use crate::objects::{self, DocKind};
 use crate::pipeline::{self, Session};
 use crate::project::{self, Project, CONTRACT_FILE};
-use crate::provenance::{Catalog, ObjectRef};
+use crate::provenance::Catalog;
 use crate::render;
 use crate::targets;
 
@@ -328,15 +328,7 @@ fn check_objects(
                     continue;
                 }
             };
-            let object = project.catalog.add_object(ObjectRef {
-                kind: node
-                    .field("kind")
-                    .and_then(|k| k.as_str())
-                    .unwrap_or("?")
-                    .to_string(),
-                name: objects::name_of(node).unwrap_or("?").to_string(),
-                loc: node.prov.loc,
-            });
+            let object = project.catalog.add_object(objects::object_ref(node));
             let (label, result) = match kind {
                 DocKind::Manifest => continue,
                 DocKind::Cluster => ("Cluster", objects::cluster(node, object).map(drop)),
