@@ -124,14 +124,7 @@ fn merge_globals(sub: &mut Node, parent_globals: Node) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::FileId;
-    use crate::yaml::{parse_stream, Limits};
-
-    fn doc(text: &str) -> Node {
-        parse_stream(text, FileId(0), &Limits::default())
-            .docs
-            .remove(0)
-    }
+    use crate::yaml::doc;
 
     fn chart(defaults: &str) -> ChartValues {
         ChartValues {

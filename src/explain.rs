@@ -114,14 +114,7 @@ fn blocking_ancestor<'a>(pointer: &Pointer, tree: &'a Node) -> Option<&'a Node> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::FileId;
-    use crate::yaml::{parse_stream, Limits};
-
-    fn doc(text: &str) -> Node {
-        parse_stream(text, FileId(0), &Limits::default())
-            .docs
-            .remove(0)
-    }
+    use crate::yaml::doc;
 
     fn rules(pointer: &str, defaults: &str, layers: &[Option<&str>]) -> Vec<Rule> {
         let defaults = doc(defaults);

@@ -605,14 +605,7 @@ impl RemoteChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::FileId;
-    use crate::yaml::{parse_stream, Limits};
-
-    fn doc(text: &str) -> Node {
-        parse_stream(text, FileId(0), &Limits::default())
-            .docs
-            .remove(0)
-    }
+    use crate::yaml::doc;
 
     #[test]
     fn documents_are_classified_by_api_version_and_kind() {

@@ -139,13 +139,7 @@ fn array_index(token: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::provenance::{FileId, Loc, Prov};
-    use crate::yaml::{parse_stream, Limits};
-
-    fn doc(text: &str) -> Node {
-        parse_stream(text, FileId(0), &Limits::default())
-            .docs
-            .remove(0)
-    }
+    use crate::yaml::doc;
 
     fn p(text: &str) -> Pointer {
         Pointer::parse(text).unwrap()

@@ -7,3 +7,11 @@ mod write;
 pub use read::{parse_stream, parse_stream_from, resolve_plain, Limits, Parsed, Scalar};
 pub use split::{parse_documents, Document};
 pub use write::to_yaml;
+
+/// The first document of `text`, for unit tests.
+#[cfg(test)]
+pub(crate) fn doc(text: &str) -> crate::value::Node {
+    parse_stream(text, crate::provenance::FileId(0), &Limits::default())
+        .docs
+        .remove(0)
+}
