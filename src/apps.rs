@@ -173,11 +173,8 @@ impl Session {
             .project
             .inside(&chart_path)
             .map_err(|d| vec![d.at(layout_loc)])?;
-        let (mut values, mut layers) = self.layers(&layout, app, &fill, loc)?;
-        if let Some(runtime) = self.runtime_values() {
-            values = merge(values, runtime.clone());
-            layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
-        }
+        let (values, mut layers) = self.layers(&layout, app, &fill, loc)?;
+        let values = self.with_runtime(values, &mut layers);
         let target = match &layout.target {
             Some(t) => Some(
                 self.select_target(&fill(t)?)

@@ -136,9 +136,16 @@ impl Session {
         Ok(session)
     }
 
-    /// The runtime chart values, when a release of the inputs' own files is being read.
-    pub(crate) fn runtime_values(&self) -> Option<Node> {
-        self.runtime_values.clone().filter(|_| self.reading_apps)
+    /// `values` with the runtime chart values merged over it, when a release of the inputs' own
+    /// files is being read (never one that chart output invokes), recorded as an explain layer.
+    pub(crate) fn with_runtime(&self, values: Node, layers: &mut Vec<ExplainLayer>) -> Node {
+        match self.runtime_values.as_ref().filter(|_| self.reading_apps) {
+            Some(runtime) => {
+                layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
+                crate::merge::merge(values, runtime.clone())
+            }
+            None => values,
+        }
     }
 
     /// A target by name, with the runtime target values merged over its values.
@@ -336,10 +343,7 @@ impl Session {
         let object = self.register(doc);
         let mut inv = objects::invocation(&doc.node, object)?;
         let mut layers = vec![ExplainLayer::new("spec", Some(inv.spec.clone()))];
-        if let Some(runtime) = self.runtime_values() {
-            inv.spec = crate::merge::merge(inv.spec, runtime.clone());
-            layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
-        }
+        inv.spec = self.with_runtime(inv.spec, &mut layers);
         let chart = self
             .project
             .resolve_kind(&inv.kind, inv.kind_loc)
@@ -400,10 +404,7 @@ impl Session {
         let object = self.register(doc);
         let mut chart = objects::helm_chart(&doc.node, object)?;
         let mut layers = vec![ExplainLayer::new("spec.values", Some(chart.values.clone()))];
-        if let Some(runtime) = self.runtime_values() {
-            chart.values = crate::merge::merge(chart.values, runtime.clone());
-            layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
-        }
+        chart.values = self.with_runtime(chart.values, &mut layers);
         let display = format!("HelmChart/{}", chart.name);
         let (chart_text, spec) = match &chart.chart {
             ChartSource::Remote(remote) => (remote.to_string(), ChartSpec::Remote(remote.clone())),
