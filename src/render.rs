@@ -78,6 +78,7 @@ pub fn render(req: &Request) -> Outcome {
         let mut tree = Tree {
             session: &mut session,
             jobs: Vec::new(),
+            schemas: Default::default(),
         };
         let top = tree.nodes(entries, &[]);
         if tree.run(req, skip) {
@@ -142,6 +143,7 @@ struct Job {
 struct Tree<'a> {
     session: &'a mut Session,
     jobs: Vec<Job>,
+    schemas: crate::values_schema::Schemas,
 }
 
 impl Tree<'_> {
@@ -295,8 +297,11 @@ impl Tree<'_> {
                 return false;
             }
         }
-        let problems =
-            crate::values_schema::check(&mut self.session.project, &self.jobs[i].release);
+        let problems = crate::values_schema::check(
+            &mut self.session.project,
+            &mut self.schemas,
+            &self.jobs[i].release,
+        );
         let ok = problems.is_empty();
         self.session.diagnostics.extend(problems);
         ok

@@ -2,8 +2,9 @@
 //! the draft rules Helm 3.18.5+ uses (the `$schema` draft, 2020-12 when absent), so that each
 //! violation names the layer, file and line that set the offending value. Helm checks again.
 
+use std::collections::HashMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::coalesce::coalesce;
 use crate::diagnostics::{Code, Diagnostic};
@@ -11,72 +12,67 @@ use crate::pipeline::{ChartSpec, Release};
 use crate::pointer::Pointer;
 use crate::project::Project;
 use crate::report::describe;
-use crate::value::Node;
+
+/// Compiled schemas per chart directory, so that a run reads and compiles each one once.
+#[derive(Default)]
+pub struct Schemas(HashMap<PathBuf, Option<jsonschema::Validator>>);
+
+impl Schemas {
+    /// The chart's compiled schema; `None` without one, or with one nyl cannot compile (left to
+    /// Helm, whose message is the authority on it).
+    fn get(&mut self, dir: &Path) -> Option<&jsonschema::Validator> {
+        self.0
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| {
+                let text = fs::read_to_string(dir.join("values.schema.json")).ok()?;
+                let schema = serde_json::from_str::<serde_json::Value>(&text).ok()?;
+                jsonschema::validator_for(&schema).ok()
+            })
+            .as_ref()
+    }
+}
 
 /// Violations of the release's chart schema. Subcharts' schemas are left to Helm, which knows
-/// their conditions, tags and aliases.
-pub fn check(project: &mut Project, release: &Release) -> Vec<Diagnostic> {
+/// their conditions, tags and aliases. A chart without a schema costs nothing here.
+pub fn check(project: &mut Project, schemas: &mut Schemas, release: &Release) -> Vec<Diagnostic> {
     let ChartSpec::Local(dir) = &release.chart else {
+        return Vec::new();
+    };
+    let Some(validator) = schemas.get(dir) else {
         return Vec::new();
     };
     let chart = match project.chart_values(dir) {
         Ok(chart) => chart,
         Err(problems) => return problems,
     };
-    let effective = coalesce(release.values.values.clone(), &chart);
+    let values = coalesce(release.values.values.clone(), &chart);
+    let json = values.to_json();
     let mut out = Vec::new();
-    check_chart(
-        project,
-        release,
-        dir,
-        &effective,
-        &release.values.chart,
-        &mut out,
-    );
-    out
-}
-
-fn check_chart(
-    project: &Project,
-    release: &Release,
-    dir: &Path,
-    values: &Node,
-    name: &str,
-    out: &mut Vec<Diagnostic>,
-) {
-    let schema = fs::read_to_string(dir.join("values.schema.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
-    // A schema nyl cannot compile is left to Helm, whose message is the authority on it.
-    if let Some(validator) = schema
-        .as_ref()
-        .and_then(|s| jsonschema::validator_for(s).ok())
-    {
-        let json = values.to_json();
-        for error in validator.iter_errors(&json) {
-            let path = error.instance_path().as_str().to_string();
-            let node = Pointer::parse(&path)
-                .ok()
-                .and_then(|p| p.get(values))
-                .unwrap_or(values);
-            let source = describe(node.prov, &release.values.imports, &project.catalog);
-            let at = if path.is_empty() {
-                "/".to_string()
-            } else {
-                path
-            };
-            out.push(
-                Diagnostic::new(
-                    Code::ValuesSchemaViolation,
-                    // Masked: a pattern or enum violation must not print the value, which may be a secret.
-                    format!(
-                        "values.schema.json of {name}: at {at}: {} (set by {source})",
-                        error.masked()
-                    ),
-                )
-                .at(node.prov.loc)
-                .object(format!("{}/{}", release.values.kind, release.values.name)),
-            );
-        }
+    for error in validator.iter_errors(&json) {
+        let path = error.instance_path().as_str().to_string();
+        let node = Pointer::parse(&path)
+            .ok()
+            .and_then(|p| p.get(&values))
+            .unwrap_or(&values);
+        let source = describe(node.prov, &release.values.imports, &project.catalog);
+        let at = if path.is_empty() {
+            "/".to_string()
+        } else {
+            path
+        };
+        let name = &release.values.chart;
+        out.push(
+            Diagnostic::new(
+                Code::ValuesSchemaViolation,
+                // Masked: a pattern or enum violation must not print the value, which may be a secret.
+                format!(
+                    "values.schema.json of {name}: at {at}: {} (set by {source})",
+                    error.masked()
+                ),
+            )
+            .at(node.prov.loc)
+            .object(format!("{}/{}", release.values.kind, release.values.name)),
+        );
     }
+    out
 }
