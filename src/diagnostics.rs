@@ -89,8 +89,24 @@ codes! {
     /// A file holds invocations or HelmCharts, but no DeploymentTarget's `spec.apps` names it, so
     /// no target deploys it.
     AppUnassigned = "app_unassigned", Warning, Input;
-    /// A glob in a DeploymentTarget's `spec.apps` matches no file or directory.
-    AppsGlobUnmatched = "apps_glob_unmatched", Warning, Input;
+    /// A glob in a DeploymentTarget's `spec.apps` matches no file or directory. Usually a typo; a
+    /// tree rendered without the app would make the GitOps engine prune it. `render-tree
+    /// --allow-empty` turns it into a warning.
+    AppsGlobUnmatched = "apps_glob_unmatched", Error, Input;
+    /// A target deploys no app (no `spec.apps` match, no layout app names it), or `render-tree
+    /// --all-targets` finds no target with apps. Writing the empty tree would make Flux prune
+    /// everything; `--allow-empty` says it is intended.
+    NothingToDeploy = "nothing_to_deploy", Error, Input;
+    /// A path named in `[project] targets_search_paths` of `nyl.toml` does not exist, so every
+    /// target in it would silently be missing.
+    SearchPathNotFound = "search_path_not_found", Error, Input;
+    /// A file beside `Chart.yaml` has a name close to `nyl-component.yaml` (`nyl-component.yml`,
+    /// `nyl-components.yaml`, another case). nyl reads only the exact name, so the contract and its
+    /// required imports would be ignored: rename the file.
+    MisnamedContract = "misnamed_contract", Error, Input;
+    /// An optional value import's `from` is absent in every target that deploys the component, so
+    /// it never applies anywhere; usually a typo in the pointer or in the target values.
+    ImportNeverApplies = "import_never_applies", Warning, Input;
     /// A layout uses a placeholder (in `id`, `chart`, `values`, `target`, `namespace` or
     /// `release`) that its `app` pattern does not bind.
     UnresolvedPlaceholder = "unresolved_placeholder", Error, Input;
@@ -119,14 +135,29 @@ codes! {
     MissingField = "missing_field", Error, Input;
     /// A document's `apiVersion` belongs to nyl but names a version nyl does not know.
     UnknownApiVersion = "unknown_api_version", Error, Input;
+    /// A document uses one of Nyl's API groups (`k8s.gitops.nyl/v1`, the older
+    /// `*.nyl.niklasrosenstein.github.com/v1`) for a kind nyl-render has under another name; the
+    /// message names it.
+    RenamedApiVersion = "renamed_api_version", Error, Input;
+    /// A document stands where its kind does not belong: a Cluster or DeploymentTarget in an app
+    /// file (they are read from the targets search paths), or anything else in a targets search
+    /// path.
+    MisplacedDocument = "misplaced_document", Error, Input;
+    /// A document in an app file is neither a nyl object nor a Kubernetes object (string
+    /// `apiVersion` and `kind`, and `metadata.name` or `metadata.generateName`): chart values left
+    /// beside an invocation, a `kustomization.yaml`, an object missing its name. Passed on, the
+    /// GitOps engine would fail the whole app on it. Hidden files (names starting with `.`, such as
+    /// Argo CD's `.argocd-source.yaml`) are never read from an app directory.
+    NotAnObject = "not_an_object", Error, Input;
     /// A document with `apiVersion: k8s.nyl/v1` has a kind nyl does not define.
     UnknownKind = "unknown_kind", Error, Input;
     /// A name is not valid for what it names: a Helm release name (`metadata.name` of an
     /// invocation, lowercase RFC 1123, at most 53 characters), a namespace (RFC 1123 label, at most
     /// 63), or a component path.
     InvalidName = "invalid_name", Error, Input;
-    /// Two objects of one kind share one name (two Clusters, two DeploymentTargets, or two
-    /// invocations that would be the same Helm release in the same namespace).
+    /// Two objects of one kind share one name (two Clusters, two DeploymentTargets, two
+    /// invocations that would be the same Helm release in the same namespace, or two objects with
+    /// the same group, kind, namespace and name in one app's output).
     DuplicateObject = "duplicate_object", Error, Input;
     /// No `nyl.toml` was found in the input path or any directory above it.
     ProjectNotFound = "project_not_found", Error, Input;

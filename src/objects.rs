@@ -19,19 +19,57 @@ pub const CONTRACT_API: &str = "components.nyl/v1alpha1";
 /// not a plain manifest.
 const NYL_GROUPS: &[&str] = &["k8s.nyl", "components.k8s.nyl", "components.nyl"];
 
-/// What a YAML document in an app or targets file is.
+/// Nyl's own API groups (the Python and Rust Nyl that nyl-render grew from), with the name each kind
+/// has in nyl-render. A document in one of them is refused with that hint; accepting one of these
+/// kinds means turning its row into a [`DocKind`] here.
+const NYL_RENAMED: &[(&str, &str, &str)] = &[
+    (
+        "k8s.gitops.nyl",
+        "Cluster",
+        "apiVersion: k8s.nyl/v1, kind: Cluster",
+    ),
+    (
+        "k8s.gitops.nyl",
+        "DeploymentTarget",
+        "apiVersion: k8s.nyl/v1, kind: DeploymentTarget",
+    ),
+    (
+        "k8s.gitops.nyl",
+        "Release",
+        "an invocation (apiVersion: components.k8s.nyl/v1) or a HelmChart (k8s.nyl/v1)",
+    ),
+    (
+        "nyl.niklasrosenstein.github.com",
+        "HelmChart",
+        "apiVersion: k8s.nyl/v1, kind: HelmChart",
+    ),
+];
+
+/// What a YAML document nyl reads is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DocKind {
     Cluster,
     DeploymentTarget,
     HelmChart,
     Invocation,
-    /// Anything that is not nyl's: passed through to the output as it is.
+    /// A Kubernetes object: passed through to the output as it is.
     Manifest,
 }
 
-/// Classifies a document by `apiVersion` and `kind`.
-pub fn classify(doc: &Node) -> Result<DocKind, Diagnostic> {
+/// Where a document was read, which decides what may stand there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// An app file: invocations, HelmCharts and Kubernetes objects.
+    App,
+    /// A file under a targets search path: Clusters and DeploymentTargets only.
+    Targets,
+    /// A chart's output: nyl's own kinds are checked; anything else is Helm's to deliver.
+    ChartOutput,
+}
+
+/// Classifies a document read at `place`: exactly one [`DocKind`], or an error that says what the
+/// document looks like and what to do. This is the one rule every command reads documents by.
+pub fn classify(doc: &Node, place: Place) -> Result<DocKind, Diagnostic> {
     let Some(map) = doc.as_map() else {
         return Err(Diagnostic::new(
             Code::InvalidDocument,
@@ -39,15 +77,13 @@ pub fn classify(doc: &Node) -> Result<DocKind, Diagnostic> {
         )
         .at(doc.prov.loc));
     };
-    let Some(api) = map.get("apiVersion").and_then(Node::as_str) else {
-        return Ok(DocKind::Manifest);
-    };
+    let api = map.get("apiVersion").and_then(Node::as_str);
     let kind = map.get("kind").and_then(Node::as_str);
-    match (api, kind) {
-        (TARGETS_API, Some("Cluster")) => Ok(DocKind::Cluster),
-        (TARGETS_API, Some("DeploymentTarget")) => Ok(DocKind::DeploymentTarget),
-        (TARGETS_API, Some("HelmChart")) => Ok(DocKind::HelmChart),
-        (TARGETS_API, kind) => Err(Diagnostic::new(
+    let nyl = match (api, kind) {
+        (Some(TARGETS_API), Some("Cluster")) => Some(DocKind::Cluster),
+        (Some(TARGETS_API), Some("DeploymentTarget")) => Some(DocKind::DeploymentTarget),
+        (Some(TARGETS_API), Some("HelmChart")) => Some(DocKind::HelmChart),
+        (Some(TARGETS_API), kind) => return Err(Diagnostic::new(
             Code::UnknownKind,
             format!(
                 "{TARGETS_API} has no kind {}; it defines Cluster, DeploymentTarget and HelmChart",
@@ -55,27 +91,196 @@ pub fn classify(doc: &Node) -> Result<DocKind, Diagnostic> {
             ),
         )
         .at(doc.prov.loc)),
-        (INVOCATION_API, _) => Ok(DocKind::Invocation),
-        (api, _) if is_nyl_group(api) => Err(unknown_api_version(doc, api)),
-        _ => Ok(DocKind::Manifest),
+        (Some(INVOCATION_API), _) => Some(DocKind::Invocation),
+        (Some(api), _) => {
+            if let Some(now) = renamed(api, kind) {
+                return Err(Diagnostic::new(
+                    Code::RenamedApiVersion,
+                    format!(
+                        "{api} {} is Nyl's; nyl-render calls it {now}",
+                        kind.unwrap_or("(no kind)")
+                    ),
+                )
+                .at(api_loc(doc)));
+            }
+            if is_nyl_group(api) {
+                return Err(unknown_api_version(doc, api));
+            }
+            None
+        }
+        (None, _) => None,
+    };
+    let misplaced = |what: &str, belongs: &str| {
+        Err(Diagnostic::new(
+            Code::MisplacedDocument,
+            format!("{what} does not belong here: {belongs}"),
+        )
+        .at(doc.prov.loc)
+        .object(object_display(doc)))
+    };
+    match (place, nyl) {
+        (Place::Targets, Some(k @ (DocKind::Cluster | DocKind::DeploymentTarget))) => Ok(k),
+        (Place::Targets, _) => misplaced(
+            "a document that is not a Cluster or DeploymentTarget",
+            "a targets search path holds only those; move it to an app directory, or out of the \
+             search paths of nyl.toml",
+        ),
+        (_, Some(DocKind::Cluster | DocKind::DeploymentTarget)) => misplaced(
+            "a Cluster or DeploymentTarget",
+            "it is read from the targets search paths of nyl.toml ([project] \
+             targets_search_paths), never from an app",
+        ),
+        (_, Some(k)) => Ok(k),
+        (Place::ChartOutput, None) => Ok(DocKind::Manifest),
+        (Place::App, None) => kubernetes_object(doc, api, kind),
     }
 }
 
+/// A plain document of an app file must be a Kubernetes object: string `apiVersion` and `kind`,
+/// and `metadata.name` or `metadata.generateName`.
+fn kubernetes_object(
+    doc: &Node,
+    api: Option<&str>,
+    kind: Option<&str>,
+) -> Result<DocKind, Diagnostic> {
+    let meta = doc.get("metadata");
+    let named = ["name", "generateName"]
+        .iter()
+        .any(|k| meta.and_then(|m| m.get(k)).and_then(Node::as_str).is_some());
+    let kustomization = api.is_some_and(|a| a.starts_with("kustomize.config.k8s.io/"));
+    if api.is_some() && kind.is_some() && named && !kustomization {
+        return Ok(DocKind::Manifest);
+    }
+    let hint = if kustomization {
+        "it is a kustomization.yaml: nyl does not run kustomize, and the GitOps engine would \
+         apply it as an object; move it out of the app directory (render-tree writes its own)"
+            .to_string()
+    } else if api.is_none() && kind.is_none() && doc.get("metadata").is_none() {
+        "it looks like chart values: values go in an invocation's `spec`, a HelmChart's \
+         `spec.values`, or a layout's values file, never beside them as a document; name it with \
+         a leading '.' to keep it in the directory unread"
+            .to_string()
+    } else {
+        let missing: Vec<&str> = [
+            ("apiVersion", api.is_some()),
+            ("kind", kind.is_some()),
+            ("metadata.name", named),
+        ]
+        .iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(k, _)| *k)
+        .collect();
+        format!(
+            "a Kubernetes object needs a string apiVersion, kind and metadata.name (or \
+             generateName); this one has no {}",
+            missing.join(", no ")
+        )
+    };
+    Err(Diagnostic::new(
+        Code::NotAnObject,
+        format!("a document that is neither a nyl object nor a Kubernetes object: {hint}"),
+    )
+    .at(doc.prov.loc))
+}
+
+/// `Kind/name` of any document, for diagnostics.
+fn object_display(doc: &Node) -> String {
+    let r = object_ref(doc);
+    format!("{}/{}", r.kind, r.name)
+}
+
+fn api_loc(doc: &Node) -> Loc {
+    doc.get("apiVersion").map_or(doc.prov.loc, |n| n.prov.loc)
+}
+
+/// What nyl-render calls a kind of one of Nyl's groups.
+fn renamed(api: &str, kind: Option<&str>) -> Option<&'static str> {
+    let group = api.split_once('/').map_or(api, |(g, _)| g);
+    NYL_RENAMED.iter().find_map(|(g, k, now)| {
+        let in_group = group == *g || group.ends_with(&format!(".{g}"));
+        (in_group && kind == Some(*k)).then_some(*now)
+    })
+}
+
+/// A group of nyl's, of Nyl's, or within two edits of one of nyl's (`component.k8s.nyl`).
 fn is_nyl_group(api: &str) -> bool {
-    api.split_once('/')
-        .is_some_and(|(group, _)| NYL_GROUPS.contains(&group))
+    let Some((group, _)) = api.split_once('/') else {
+        return false;
+    };
+    NYL_GROUPS.iter().any(|g| edit_distance(group, g) <= 2)
+        || NYL_RENAMED
+            .iter()
+            .any(|(g, _, _)| group == *g || group.ends_with(&format!(".{g}")))
+}
+
+/// Levenshtein distance, for names that are close to one nyl knows.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(prev + usize::from(ca != *cb));
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 pub fn unknown_api_version(doc: &Node, api: &str) -> Diagnostic {
-    let loc = doc.get("apiVersion").map_or(doc.prov.loc, |n| n.prov.loc);
     Diagnostic::new(
         Code::UnknownApiVersion,
         format!(
-            "unknown apiVersion {api:?}; nyl knows {TARGETS_API} (Cluster, DeploymentTarget), \
-             {INVOCATION_API} (invocations) and {CONTRACT_API} (nyl-component.yaml)"
+            "unknown apiVersion {api:?}; nyl knows {TARGETS_API} (Cluster, DeploymentTarget, \
+             HelmChart), {INVOCATION_API} (invocations) and {CONTRACT_API} (nyl-component.yaml)"
         ),
     )
-    .at(loc)
+    .at(api_loc(doc))
+}
+
+/// Two objects with the same group, kind, namespace and name: the GitOps engine would apply one
+/// over the other. Each repeat is reported with where the first one came from.
+pub fn duplicate_objects<'a>(docs: impl Iterator<Item = &'a Node>) -> Vec<Diagnostic> {
+    let mut seen: std::collections::HashMap<(String, String, String, String), Loc> =
+        std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for doc in docs {
+        let text = |n: Option<&Node>| n.and_then(Node::as_str).unwrap_or_default().to_string();
+        let meta = doc.get("metadata");
+        let name = text(meta.and_then(|m| m.get("name")));
+        if name.is_empty() {
+            continue; // generateName: the server names it.
+        }
+        let api = text(doc.get("apiVersion"));
+        let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
+        let kind = text(doc.get("kind"));
+        let namespace = text(meta.and_then(|m| m.get("namespace")));
+        let key = (group, kind.clone(), namespace.clone(), name.clone());
+        if let Some(first) = seen.insert(key, doc.prov.loc) {
+            let ns = if namespace.is_empty() {
+                String::new()
+            } else {
+                format!(" in namespace {namespace:?}")
+            };
+            out.push(
+                Diagnostic::new(
+                    Code::DuplicateObject,
+                    format!(
+                        "{kind} {name:?}{ns} is output twice by one app; the GitOps engine would \
+                         apply one over the other. Remove or rename one"
+                    ),
+                )
+                .at(doc.prov.loc)
+                .related(first)
+                .object(format!("{kind}/{name}")),
+            );
+        }
+    }
+    out
 }
 
 /// Holds `doc` to `shape`; `Err` with every problem when it does not fit.
@@ -351,6 +556,8 @@ fn checked_namespace(doc: &Node, display: &str, problems: &mut Vec<Diagnostic>) 
 pub struct Config {
     pub components_search_paths: Vec<String>,
     pub targets_search_paths: Vec<String>,
+    /// `targets_search_paths` is written in `nyl.toml` (the default may be absent).
+    pub targets_search_paths_set: bool,
     /// Invocation kind -> (component path or remote shortcut, where it was written).
     pub aliases: IndexMap<String, (String, Loc)>,
     pub limits: Limits,
@@ -386,6 +593,7 @@ impl Default for Config {
         Config {
             components_search_paths: vec![DEFAULT_COMPONENTS.to_string()],
             targets_search_paths: vec![DEFAULT_TARGETS.to_string()],
+            targets_search_paths_set: false,
             aliases: IndexMap::new(),
             limits: Limits::default(),
             layouts: Vec::new(),
@@ -458,6 +666,9 @@ pub fn config(doc: &Node) -> Result<Config, Vec<Diagnostic>> {
         },
         components_search_paths: paths("components_search_paths", DEFAULT_COMPONENTS),
         targets_search_paths: paths("targets_search_paths", DEFAULT_TARGETS),
+        targets_search_paths_set: project
+            .and_then(|p| p.field("targets_search_paths"))
+            .is_some(),
         aliases,
     })
 }
@@ -609,22 +820,61 @@ mod tests {
 
     #[test]
     fn documents_are_classified_by_api_version_and_kind() {
-        let kind = |t: &str| classify(&doc(t)).map_err(|d| d.code);
+        let kind = |t: &str| classify(&doc(t), Place::App).map_err(|d| d.code);
+        let target = |t: &str| classify(&doc(t), Place::Targets).map_err(|d| d.code);
         assert_eq!(
-            kind("apiVersion: k8s.nyl/v1\nkind: Cluster\n"),
+            target("apiVersion: k8s.nyl/v1\nkind: Cluster\n"),
             Ok(DocKind::Cluster)
         );
         assert_eq!(
-            kind("apiVersion: k8s.nyl/v1\nkind: DeploymentTarget\n"),
+            target("apiVersion: k8s.nyl/v1\nkind: DeploymentTarget\n"),
             Ok(DocKind::DeploymentTarget)
+        );
+        assert_eq!(
+            kind("apiVersion: k8s.nyl/v1\nkind: Cluster\n"),
+            Err(Code::MisplacedDocument)
+        );
+        assert_eq!(
+            target("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"),
+            Err(Code::MisplacedDocument)
         );
         assert_eq!(
             kind("apiVersion: components.k8s.nyl/v1\nkind: a/b\n"),
             Ok(DocKind::Invocation)
         );
         assert_eq!(
-            kind("apiVersion: v1\nkind: ConfigMap\n"),
+            kind("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"),
             Ok(DocKind::Manifest)
+        );
+        assert_eq!(
+            kind("apiVersion: v1\nkind: Pod\nmetadata: {generateName: a-}\n"),
+            Ok(DocKind::Manifest)
+        );
+        for not_an_object in [
+            "replicas: 2\n",
+            "apiVersion: v1\nkind: ConfigMap\n",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata: {name: a}\n",
+        ] {
+            assert_eq!(kind(not_an_object), Err(Code::NotAnObject), "{not_an_object}");
+        }
+        assert_eq!(
+            classify(&doc("replicas: 2\n"), Place::ChartOutput).map_err(|d| d.code),
+            Ok(DocKind::Manifest)
+        );
+        assert_eq!(
+            kind("apiVersion: component.k8s.nyl/v1\nkind: a\n"),
+            Err(Code::UnknownApiVersion)
+        );
+        for nyl in [
+            "apiVersion: k8s.gitops.nyl/v1\nkind: Release\n",
+            "apiVersion: k8s.gitops.nyl/v1\nkind: Cluster\n",
+            "apiVersion: nyl.niklasrosenstein.github.com/v1\nkind: HelmChart\n",
+        ] {
+            assert_eq!(kind(nyl), Err(Code::RenamedApiVersion), "{nyl}");
+        }
+        assert_eq!(
+            kind("apiVersion: inline.nyl.niklasrosenstein.github.com/v1\nkind: Other\n"),
+            Err(Code::UnknownApiVersion)
         );
         assert_eq!(
             kind("apiVersion: k8s.nyl/v1\nkind: Clustr\n"),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::components::{self, Chart};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::layouts;
-use crate::objects::{self, ChartSource, DocKind, RemoteChart};
+use crate::objects::{self, ChartSource, DocKind, Place, RemoteChart};
 use crate::project::{self, ChartRef, Project};
 use crate::provenance::{Catalog, Layer, Loc};
 use crate::report::InvocationValues;
@@ -321,9 +321,14 @@ impl Session {
         dir: Option<&Path>,
         default_namespace: &str,
     ) -> Result<Option<Entry>, Vec<Diagnostic>> {
-        match objects::classify(&doc.node).map_err(|d| vec![d])? {
+        let place = if dir.is_some() {
+            Place::App
+        } else {
+            Place::ChartOutput
+        };
+        match objects::classify(&doc.node, place).map_err(|d| vec![d])? {
             DocKind::Manifest => Ok(Some(Entry::Manifest(doc))),
-            // nyl's own kinds are never output.
+            // Refused by classify in apps and chart output alike.
             DocKind::Cluster | DocKind::DeploymentTarget => Ok(None),
             DocKind::Invocation => self.invocation(&doc, default_namespace),
             DocKind::HelmChart => self.helm_chart(&doc, dir, default_namespace),

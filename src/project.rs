@@ -12,7 +12,7 @@ use crate::coalesce::ChartValues;
 use crate::components::{self, Contract};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::layouts;
-use crate::objects::{self, Cluster, Config, DeploymentTarget, DocKind, RemoteChart};
+use crate::objects::{self, Cluster, Config, DeploymentTarget, DocKind, Place, RemoteChart};
 use crate::provenance::{Catalog, FileId, Layer, Loc, ObjectRef, Prov};
 use crate::targets;
 use crate::value::{Node, Value};
@@ -294,15 +294,31 @@ impl Project {
     }
 
     fn load_targets(&mut self, diags: &mut Vec<Diagnostic>) {
-        for dir in self.config.targets_search_paths.clone() {
-            let dir = self.root.join(dir);
+        for name in self.config.targets_search_paths.clone() {
+            let dir = self.root.join(&name);
             if !dir.is_dir() {
+                // The default `targets` may be absent (a project of layouts); a path written in
+                // nyl.toml must exist, or every target in it would silently be missing.
+                if self.config.targets_search_paths_set {
+                    diags.push(
+                        Diagnostic::new(
+                            Code::SearchPathNotFound,
+                            format!(
+                                "targets search path {name:?} is not a directory; fix [project] \
+                                 targets_search_paths"
+                            ),
+                        )
+                        .at(Loc::new(self.catalog.add_file(CONFIG_FILE), 0))
+                        .object(CONFIG_FILE),
+                    );
+                }
                 debug!(dir = %dir.display(), "targets search path does not exist");
                 continue;
             }
             let files = walkdir::WalkDir::new(&dir)
                 .sort_by_file_name()
                 .into_iter()
+                .filter_entry(|e| e.depth() == 0 || !is_hidden(e.path()))
                 .filter_map(Result::ok)
                 .filter(|e| !e.file_type().is_dir() && is_yaml(e.path()))
                 .map(walkdir::DirEntry::into_path);
@@ -317,14 +333,14 @@ impl Project {
     }
 
     fn load_target_doc(&mut self, doc: &Node, diags: &mut Vec<Diagnostic>) {
-        let kind = match objects::classify(doc) {
+        let kind = match objects::classify(doc, Place::Targets) {
             Ok(kind) => kind,
             Err(d) => return diags.push(d),
         };
-        let kind_name = match kind {
-            DocKind::Cluster => "Cluster",
-            DocKind::DeploymentTarget => "DeploymentTarget",
-            DocKind::Invocation | DocKind::HelmChart | DocKind::Manifest => return,
+        let kind_name = if kind == DocKind::Cluster {
+            "Cluster"
+        } else {
+            "DeploymentTarget"
         };
         let object = self.catalog.add_object(ObjectRef {
             kind: kind_name.to_string(),
@@ -341,7 +357,7 @@ impl Project {
     }
 
     /// The YAML files of an app path: the file itself, or a directory's `*.yaml`/`*.yml` files
-    /// sorted by name (not recursive).
+    /// sorted by name (not recursive), hidden ones (`.argocd-source.yaml`) left out.
     pub fn app_files(&self, path: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
         let not_found = |e: std::io::Error| {
             Diagnostic::new(Code::PathNotFound, format!("{}: {e}", path.display()))
@@ -354,7 +370,9 @@ impl Project {
             .map_err(not_found)?
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| is_yaml(p) && fs::symlink_metadata(p).is_ok_and(|m| !m.is_dir()))
+            .filter(|p| {
+                is_yaml(p) && !is_hidden(p) && fs::symlink_metadata(p).is_ok_and(|m| !m.is_dir())
+            })
             .collect();
         files.sort();
         Ok(files)
@@ -425,7 +443,10 @@ impl Project {
     fn read_contract(&mut self, component: &str, dir: &Path) -> (ContractState, Vec<Diagnostic>) {
         let path = dir.join(CONTRACT_FILE);
         if !path.is_file() {
-            return (ContractState::Absent, Vec::new());
+            return match self.misnamed_contract(dir) {
+                Some(d) => (ContractState::Broken, vec![d]),
+                None => (ContractState::Absent, Vec::new()),
+            };
         }
         let (file, docs, problems) = self.read_yaml(&path);
         if !problems.is_empty() {
@@ -435,6 +456,39 @@ impl Project {
             Ok(c) => (ContractState::Valid(c), Vec::new()),
             Err(problems) => (ContractState::Broken, problems),
         }
+    }
+}
+
+impl Project {
+    /// A file beside `Chart.yaml` whose name is close to `nyl-component.yaml`: a contract nyl
+    /// would otherwise ignore, and with it every required import.
+    fn misnamed_contract(&mut self, dir: &Path) -> Option<Diagnostic> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let wanted = CONTRACT_FILE.trim_end_matches(".yaml");
+        let name = names.into_iter().find(|name| {
+            let lower = name.to_lowercase();
+            let stem = lower
+                .strip_suffix(".yaml")
+                .or_else(|| lower.strip_suffix(".yml"))
+                .unwrap_or(&lower);
+            name != CONTRACT_FILE && objects::edit_distance(stem, wanted) <= 2
+        })?;
+        let file = self.catalog.add_file(self.display_path(&dir.join(&name)));
+        Some(
+            Diagnostic::new(
+                Code::MisnamedContract,
+                format!(
+                    "{name} is not read: a component's contract must be named exactly \
+                     {CONTRACT_FILE}; rename it"
+                ),
+            )
+            .at(Loc::new(file, 0)),
+        )
     }
 }
 
@@ -465,6 +519,13 @@ pub fn not_regular(meta: &fs::Metadata) -> Diagnostic {
         Code::NotRegularFile,
         format!("{what}: nyl reads only regular files, so nothing outside the repository is reached through a link"),
     )
+}
+
+/// A name starting with `.`: other tools' files (Argo CD's `.argocd-source.yaml`), which no
+/// command reads from a directory.
+pub fn is_hidden(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
 }
 
 pub fn is_yaml(path: &Path) -> bool {

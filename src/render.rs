@@ -86,6 +86,8 @@ pub fn render(req: &Request) -> Outcome {
             tree.flatten(&top, &mut flat);
             (manifests, from_chart) = flat.into_iter().unzip();
         }
+        let duplicates = crate::objects::duplicate_objects(manifests.iter().map(|d| &d.node));
+        tree.session.diagnostics.extend(duplicates);
         let releases: Vec<&InvocationValues> = tree
             .jobs
             .iter()

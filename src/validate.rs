@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostics::{Code, Diagnostic, Issue};
 use crate::glob;
-use crate::objects::{self, DocKind};
+use crate::objects::{self, DocKind, Place};
 use crate::pipeline::{self, Session};
-use crate::project::{self, Project, CONTRACT_FILE};
+use crate::project::{self, Project};
 use crate::provenance::Catalog;
 use crate::render;
 use crate::targets;
@@ -262,12 +262,13 @@ impl Tree {
         while let Some(entry) = walk.next() {
             let Ok(entry) = entry else { continue };
             let path = entry.path();
-            let hidden = entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.');
-            if entry.file_type().is_dir() {
-                if hidden {
+            if entry.depth() > 0 && project::is_hidden(path) {
+                if entry.file_type().is_dir() {
                     walk.skip_current_dir();
-                    continue;
                 }
+                continue;
+            }
+            if entry.file_type().is_dir() {
                 if path.join("Chart.yaml").is_file() {
                     tree.charts.push(path.to_path_buf());
                     walk.skip_current_dir();
@@ -321,8 +322,11 @@ fn check_objects(
         let mut is_app = false;
         for doc in docs {
             let node = &doc.node;
-            let kind = match objects::classify(node) {
+            let kind = match objects::classify(node, Place::App) {
                 Ok(kind) => kind,
+                // Any YAML of the repository is scanned here; a document that is no object
+                // matters where an app holds it, and the app's own check reports it there.
+                Err(d) if d.code == Code::NotAnObject => continue,
                 Err(d) => {
                     problems.push(d);
                     continue;
@@ -375,10 +379,8 @@ fn check_contracts(project: &mut Project, tree: &Tree, issues: &mut Issues) {
         .iter()
         .map(|p| project.root.join(p))
         .collect();
+    // A chart without a contract is asked too: a misnamed one is an error.
     for chart in &tree.charts {
-        if !chart.join(CONTRACT_FILE).is_file() {
-            continue;
-        }
         let name = search
             .iter()
             .find_map(|s| chart.strip_prefix(s).ok())

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use nyl_render::objects::{classify, DocKind};
+use nyl_render::objects::{classify, DocKind, Place};
 use nyl_render::provenance::FileId;
 use nyl_render::yaml::{parse_stream, Limits};
 use serde_json::Value;
@@ -45,7 +45,10 @@ fn documents(dirs: &[&str], want: DocKind) -> Vec<Value> {
             }
             let text = fs::read_to_string(p).unwrap();
             for doc in parse_stream(&text, FileId(0), &Limits::default()).docs {
-                if classify(&doc) == Ok(want) {
+                let kind = [Place::Targets, Place::App]
+                    .into_iter()
+                    .find_map(|place| classify(&doc, place).ok());
+                if kind == Some(want) {
                     out.push(doc.to_json());
                 }
             }
