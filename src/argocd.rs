@@ -156,6 +156,36 @@ fn parameters(value: Option<&str>) -> Result<BTreeMap<String, String>, Vec<Diagn
     }
 }
 
+/// The target `generate` uses when the `target` parameter is absent: a project's only target.
+/// `announcements` shows the same default, and Argo CD never sends an announced default back, so
+/// both must come from this one rule.
+pub fn default_target(targets: &[String]) -> Option<&String> {
+    match targets {
+        [only] => Some(only),
+        _ => None,
+    }
+}
+
+/// CLI wording in diagnostics and what the user sets inside Argo CD instead.
+const PLUGIN_WORDING: &[(&str, &str)] = &[
+    (
+        "render with --target NAME",
+        "set the plugin parameter `target`",
+    ),
+    (
+        "Pass --allow-empty (plugin parameter allow-empty: true)",
+        "Set the plugin parameter `allow-empty` to \"true\"",
+    ),
+];
+
+/// A diagnostic as the plugin shows it: hints name the plugin parameters, not the CLI flags.
+pub fn plugin_wording(mut d: Diagnostic) -> Diagnostic {
+    for (cli, plugin) in PLUGIN_WORDING {
+        d.message = d.message.replace(cli, plugin);
+    }
+    d
+}
+
 /// The dynamic parameter announcements: `target` with the project's targets (Argo CD has no
 /// list of choices, so they are named in the tooltip, and the only one is the default).
 pub fn announcements(targets: &[String]) -> serde_json::Value {
@@ -166,7 +196,7 @@ pub fn announcements(targets: &[String]) -> serde_json::Value {
         "itemType": "string",
         "collectionType": "string",
     });
-    if let [only] = targets {
+    if let Some(only) = default_target(targets) {
         target["string"] = only.clone().into();
     }
     serde_json::Value::Array(vec![target])

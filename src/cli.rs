@@ -144,10 +144,10 @@ struct RenderArgs {
 
 #[derive(clap::Args, Debug)]
 struct RenderTreeArgs {
-    /// The DeploymentTarget to render.
+    /// The DeploymentTarget (or Cluster) to render.
     #[arg(long, required_unless_present = "all_targets")]
     target: Option<String>,
-    /// Every DeploymentTarget, each into DIR/<target>/.
+    /// Every DeploymentTarget, and every Cluster layouts deploy to, each into DIR/<target>/.
     #[arg(long, conflicts_with = "target")]
     all_targets: bool,
     /// The tree's directory.
@@ -156,9 +156,13 @@ struct RenderTreeArgs {
     /// Write nothing; exit 1 listing the files that differ from what would be written.
     #[arg(long)]
     check: bool,
-    /// Escape `${` as `$${`, so Flux's postBuild substitution leaves chart content alone.
+    /// Mark chart output that holds `$` with `kustomize.toolkit.fluxcd.io/substitute: disabled`, so
+    /// Flux's postBuild substitution leaves it exactly as Helm rendered it.
     #[arg(long)]
     flux_escape: bool,
+    /// Write targets and apps that deploy nothing (refused by default: the engine would prune them).
+    #[arg(long)]
+    allow_empty: bool,
     /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
     #[arg(long)]
     namespace: Option<String>,
@@ -177,7 +181,7 @@ struct DiffArgs {
     /// Render every app of this DeploymentTarget (or, with APPs, those apps for it).
     #[arg(long)]
     target: Option<String>,
-    /// Exit 1 when anything differs.
+    /// Exit 1 when anything differs, 2 when the comparison could not be made (as diff(1)).
     #[arg(long)]
     exit_code: bool,
     /// Output format.
@@ -392,7 +396,10 @@ fn render(args: RenderArgs) -> ExitCode {
 
 /// Renders and prints: the manifests only when the whole render succeeded.
 fn print_render(request: &render::Request, format: Format) -> ExitCode {
-    let outcome = render::render(request);
+    print_outcome(render::render(request), format)
+}
+
+fn print_outcome(outcome: render::Outcome, format: Format) -> ExitCode {
     let status = report_diagnostics(outcome.diagnostics, &outcome.catalog);
     if status != 0 {
         return ExitCode::from(status);
@@ -448,11 +455,16 @@ fn argocd_generate(engine: EngineArgs) -> ExitCode {
         Ok(root) => root,
         Err(d) => return ExitCode::from(report_diagnostics(vec![d], &Catalog::default())),
     };
+    // Argo CD never sends the default `parameters` announced: apply it here.
+    let target = settings.target.or_else(|| {
+        let (project, _) = Project::load(root.clone()).ok()?;
+        argocd::default_target(&project.target_names()).cloned()
+    });
     let request = render::Request {
         inputs: Request {
             paths: vec![path],
             root: Some(root),
-            target: settings.target,
+            target,
             default_namespace: settings
                 .app_namespace
                 .unwrap_or_else(|| "default".to_string()),
@@ -464,7 +476,13 @@ fn argocd_generate(engine: EngineArgs) -> ExitCode {
         allow_empty: settings.allow_empty,
         ..engine_request(&engine)
     };
-    print_render(&request, Format::Yaml)
+    let mut outcome = render::render(&request);
+    outcome.diagnostics = outcome
+        .diagnostics
+        .into_iter()
+        .map(argocd::plugin_wording)
+        .collect();
+    print_outcome(outcome, Format::Yaml)
 }
 
 fn validate(args: ValidateArgs) -> ExitCode {
@@ -532,7 +550,8 @@ fn diff(args: DiffArgs) -> ExitCode {
                 eprintln!("{}", d.render(catalog));
                 status = status.max(diagnostics::exit_status(std::slice::from_ref(d)));
             }
-            return ExitCode::from(status.max(1));
+            // With --exit-code, 1 means "differs": a comparison that could not be made is 2.
+            return ExitCode::from(if args.exit_code { 2 } else { status.max(1) });
         }
     };
     let text = match args.output {
@@ -553,6 +572,7 @@ fn render_tree(args: RenderTreeArgs) -> ExitCode {
         output: args.output_dir,
         check: args.check,
         flux_escape: args.flux_escape,
+        allow_empty: args.allow_empty,
         engine: render::Request {
             inputs: Request {
                 default_namespace: default_namespace(args.namespace),

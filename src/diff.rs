@@ -63,12 +63,40 @@ pub fn run(req: &Request, start: &Path) -> Result<Vec<AppDiff>, Problems> {
         Some(rev) => Some(Worktree::add(&top, rev).map_err(fail)?),
         None => None,
     };
-    let base_side = side(req, &base.dir.join(&rel))?;
+    let base_root = base.dir.join(&rel);
+    // The pull request that introduces nyl compares against nothing: everything is added.
+    let base_side = if base_root.join(crate::project::CONFIG_FILE).is_file() {
+        side(req, &base_root)?
+    } else {
+        Side::default()
+    };
     let head_side = side(
         req,
         &head.as_ref().map_or(root.clone(), |w| w.dir.join(&rel)),
     )?;
-    let mut apps: Vec<&String> = base_side.keys().chain(head_side.keys()).collect();
+    // A target or app may be new or gone on one side, but not unknown to both.
+    if let Some(problems) = head_side
+        .target_problem
+        .filter(|_| base_side.target_problem.is_some())
+    {
+        return Err(problems);
+    }
+    let missing: Vec<(Diagnostic, Catalog)> = req
+        .apps
+        .iter()
+        .filter(|app| !base_side.present.contains(*app) && !head_side.present.contains(*app))
+        .map(|app| {
+            let d = Diagnostic::new(
+                Code::PathNotFound,
+                format!("{app}: no such app in either revision"),
+            );
+            (d, Catalog::default())
+        })
+        .collect();
+    if !missing.is_empty() {
+        return Err(missing);
+    }
+    let mut apps: Vec<&String> = base_side.apps.keys().chain(head_side.apps.keys()).collect();
     apps.sort();
     apps.dedup();
     let empty = BTreeMap::new();
@@ -77,18 +105,26 @@ pub fn run(req: &Request, start: &Path) -> Result<Vec<AppDiff>, Problems> {
         .map(|app| AppDiff {
             app: app.clone(),
             changes: compare(
-                base_side.get(app).unwrap_or(&empty),
-                head_side.get(app).unwrap_or(&empty),
+                base_side.apps.get(app).unwrap_or(&empty),
+                head_side.apps.get(app).unwrap_or(&empty),
             ),
         })
         .collect())
 }
 
-/// Every app of one side, rendered: app -> resource -> its masked YAML.
-fn side(
-    req: &Request,
-    root: &Path,
-) -> Result<BTreeMap<String, BTreeMap<ResourceId, String>>, Problems> {
+/// One revision, rendered.
+#[derive(Default)]
+struct Side {
+    /// App -> resource -> its masked YAML.
+    apps: BTreeMap<String, BTreeMap<ResourceId, String>>,
+    /// The apps named on the command line that exist here.
+    present: Vec<String>,
+    /// Why the target is not usable here (it does not exist on this side).
+    target_problem: Option<Problems>,
+}
+
+/// Every app of one side, rendered.
+fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
     let inputs = pipeline::Request {
         root: Some(root.to_path_buf()),
         paths: Vec::new(),
@@ -96,26 +132,40 @@ fn side(
     };
     let (session, _) = Session::start(&inputs)
         .map_err(|(c, d)| d.into_iter().map(|d| (d, c.clone())).collect::<Vec<_>>())?;
+    let mut out = Side::default();
+    if let Some(target) = &req.target {
+        if let Err(problems) = session.select(target, session.loaded) {
+            let catalog = session.project.catalog.clone();
+            out.target_problem = Some(problems.into_iter().map(|d| (d, catalog.clone())).collect());
+            // The target does not exist on this side: it deploys nothing here.
+            return Ok(out);
+        }
+    }
     let apps: Vec<String> = match (&req.target, req.apps.is_empty()) {
         (Some(target), true) => {
-            let Some(dt) = session.project.targets.iter().find(|t| t.name == *target) else {
-                // The target does not exist on this side: it deploys nothing here.
-                return Ok(BTreeMap::new());
-            };
             let scan = validate::Tree::scan(&session.project, &session.project.root);
-            tree::target_apps(&session, &scan, &session.layout_apps(), dt)
+            tree::target_apps(&session, &scan, &session.layout_apps(), target)
+                .apps
                 .into_iter()
                 .collect()
         }
         _ => req.apps.clone(),
     };
-    let mut out = BTreeMap::new();
     for app in apps {
         if !root.join(&app).exists() {
             continue;
         }
+        out.present.push(app.clone());
         let rendered = match &req.target {
-            Some(target) => tree::render_app(&req.engine, root, target, &app),
+            Some(target) => tree::render_app(
+                &render::Request {
+                    allow_empty: true,
+                    ..req.engine.clone()
+                },
+                root,
+                target,
+                &app,
+            ),
             None => render::render(&render::Request {
                 inputs: pipeline::Request {
                     paths: vec![root.join(&app)],
@@ -143,7 +193,7 @@ fn side(
                 )
             })
             .collect();
-        out.insert(app, resources);
+        out.apps.insert(app, resources);
     }
     Ok(out)
 }

@@ -83,14 +83,16 @@ pub fn classify(doc: &Node, place: Place) -> Result<DocKind, Diagnostic> {
         (Some(TARGETS_API), Some("Cluster")) => Some(DocKind::Cluster),
         (Some(TARGETS_API), Some("DeploymentTarget")) => Some(DocKind::DeploymentTarget),
         (Some(TARGETS_API), Some("HelmChart")) => Some(DocKind::HelmChart),
-        (Some(TARGETS_API), kind) => return Err(Diagnostic::new(
-            Code::UnknownKind,
-            format!(
+        (Some(TARGETS_API), kind) => {
+            return Err(Diagnostic::new(
+                Code::UnknownKind,
+                format!(
                 "{TARGETS_API} has no kind {}; it defines Cluster, DeploymentTarget and HelmChart",
                 kind.map_or("(none)".to_string(), |k| format!("{k:?}"))
             ),
-        )
-        .at(doc.prov.loc)),
+            )
+            .at(doc.prov.loc))
+        }
         (Some(INVOCATION_API), _) => Some(DocKind::Invocation),
         (Some(api), _) => {
             if let Some(now) = renamed(api, kind) {

@@ -124,16 +124,70 @@ impl Session {
         session.runtime_values = session.runtime("values", req.values.as_deref(), false);
         session.runtime_target_values =
             session.runtime("target-values", req.target_values.as_deref(), true);
+        let loaded = session.diagnostics.len();
         if let Some(name) = &req.target {
-            match session.select_target(name) {
+            match session.select(name, loaded) {
                 Ok(t) => session.target = Some(t),
-                Err(d) => {
-                    session.diagnostics.push(d);
+                Err(problems) => {
+                    session.diagnostics.extend(problems);
                     session.evaluate = false;
                 }
             }
         }
+        if session.evaluate {
+            session.demote_unrelated(loaded);
+        }
         Ok(session)
+    }
+
+    /// The target `name`, or what stands in the way: the errors of its own broken definition when
+    /// loading the project reported some (never a misleading `target_not_found` before them), else
+    /// `target_not_found`. `loaded` counts the diagnostics of loading the project.
+    pub fn select(&self, name: &str, loaded: usize) -> Result<Target, Vec<Diagnostic>> {
+        let d = match self.select_target(name) {
+            Ok(target) => return Ok(target),
+            Err(d) => d,
+        };
+        let load = &self.diagnostics[..loaded];
+        let own = [
+            format!("DeploymentTarget/{name}"),
+            format!("Cluster/{name}"),
+        ];
+        let broken_own = load
+            .iter()
+            .any(|p| p.is_error() && p.object.as_ref().is_some_and(|o| own.contains(o)));
+        if d.code == Code::TargetNotFound && broken_own {
+            // Those errors are reported as they are; they say why the target is missing.
+            return Err(Vec::new());
+        }
+        if d.code == Code::TargetNotFound && load.iter().any(Diagnostic::is_error) {
+            let message = format!("{}; some targets files have errors (above), so it may be defined in one that did not load", d.message);
+            return Err(vec![Diagnostic { message, ..d }]);
+        }
+        Err(vec![d])
+    }
+
+    /// Problems of loading the project in targets files that define neither the selected target
+    /// nor its Cluster become warnings: one team's typo does not stop another's apps (`nyl
+    /// validate` still reports them as errors). Problems of `nyl.toml` stay errors.
+    fn demote_unrelated(&mut self, loaded: usize) {
+        let own: Vec<crate::provenance::FileId> = match &self.target {
+            Some(t) => {
+                let dt = self.project.targets.iter().filter(|d| d.name == t.name);
+                let cluster = self.project.clusters.iter().filter(|c| c.name == t.cluster);
+                dt.map(|d| d.loc.file)
+                    .chain(cluster.map(|c| c.loc.file))
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        let catalog = &self.project.catalog;
+        for d in &mut self.diagnostics[..loaded] {
+            let Some(loc) = d.loc else { continue };
+            if !own.contains(&loc.file) && catalog.file(loc.file) != project::CONFIG_FILE {
+                d.severity = crate::diagnostics::Severity::Warning;
+            }
+        }
     }
 
     /// `values` with the runtime chart values merged over it, when a release of the inputs' own

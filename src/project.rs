@@ -440,6 +440,14 @@ impl Project {
         }
     }
 
+    /// The contract of `dir` when an earlier [`Project::contract`] read it cleanly.
+    pub fn contract_loaded(&self, dir: &Path) -> Option<&Contract> {
+        match self.contracts.get(dir) {
+            Some(ContractState::Valid(c)) => Some(c),
+            _ => None,
+        }
+    }
+
     fn read_contract(&mut self, component: &str, dir: &Path) -> (ContractState, Vec<Diagnostic>) {
         let path = dir.join(CONTRACT_FILE);
         if !path.is_file() {

@@ -6,7 +6,8 @@
 //!   `apps/db/`, `apps/web/` stays `apps/web/`), holding one file per resource named
 //!   `<kind>_<namespace>_<name>.yaml` (lowercase; `_` for cluster-scoped) and a
 //!   `kustomization.yaml` listing them;
-//! - a top-level `kustomization.yaml` listing the app directories;
+//! - per target, a `kustomization.yaml` listing its app directories (with `--all-targets`, each
+//!   target's directory is what a Flux Kustomization points at; there is no top-level one);
 //! - `.nyl/index.json`: every file written, with its sha256 and the app and target it came from.
 //!
 //! A rerun writes byte-identical files, leaves unchanged files untouched, and removes only files
@@ -19,12 +20,14 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::diagnostics::{Code, Diagnostic};
+use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::glob;
 use crate::pipeline::{self, Session};
 use crate::provenance::Catalog;
+use crate::provenance::FileId;
 use crate::render;
 use crate::validate;
+use crate::yaml::Document;
 
 pub struct Request {
     pub targets: Vec<String>,
@@ -32,6 +35,8 @@ pub struct Request {
     pub output: PathBuf,
     pub check: bool,
     pub flux_escape: bool,
+    /// Write empty targets and apps (refused by default: the engine would prune them).
+    pub allow_empty: bool,
     pub engine: render::Request,
 }
 
@@ -73,63 +78,96 @@ pub fn run(req: &Request) -> Outcome {
             return outcome;
         }
     };
-    let targets: Vec<String> = if req.all_targets {
-        session
-            .project
-            .targets
-            .iter()
-            .map(|t| t.name.clone())
-            .collect()
-    } else {
-        req.targets.clone()
+    // The run's own problems, against the session's catalog; apps bring their own.
+    let mut own: Vec<Diagnostic> = Vec::new();
+    let mut report = |d: Diagnostic| own.push(d);
+    // `--allow-empty` turns every "nothing here" error into a warning.
+    let empty = |d: Diagnostic| Diagnostic {
+        severity: if req.allow_empty {
+            Severity::Warning
+        } else {
+            d.severity
+        },
+        ..d
     };
     let scan = validate::Tree::scan(&session.project, &session.project.root);
     let layout_apps = session.layout_apps();
-    for target in &targets {
+    let mut planned: Vec<(String, Vec<String>)> = Vec::new();
+    if req.all_targets {
+        // Every DeploymentTarget, and every Cluster that layouts deploy to.
+        for name in session.project.target_names() {
+            let found = target_apps(&session, &scan, &layout_apps, &name);
+            let is_dt = session.project.targets.iter().any(|t| t.name == name);
+            if !is_dt && found.apps.is_empty() {
+                continue;
+            }
+            found.unmatched.into_iter().for_each(|d| report(empty(d)));
+            planned.push((name, found.apps.into_iter().collect()));
+        }
+        if planned.iter().all(|(_, apps)| apps.is_empty()) {
+            report(empty(Diagnostic::new(
+                Code::NothingToDeploy,
+                "--all-targets found no target with apps: no DeploymentTarget's spec.apps matches \
+                 anything and no layout app names a target; the tree would be empty",
+            )));
+        }
+    } else {
+        let loaded = session.loaded;
+        for name in &req.targets {
+            if let Err(problems) = session.select(name, loaded) {
+                problems.into_iter().for_each(&mut report);
+                continue;
+            }
+            let found = target_apps(&session, &scan, &layout_apps, name);
+            found.unmatched.into_iter().for_each(|d| report(empty(d)));
+            planned.push((name.clone(), found.apps.into_iter().collect()));
+        }
+    }
+    for (target, apps) in &planned {
+        if apps.is_empty() {
+            report(empty(Diagnostic::new(
+                Code::NothingToDeploy,
+                format!(
+                    "target {target:?} deploys no app: its spec.apps match nothing and no layout \
+                     app names it; the GitOps engine would prune everything it deployed"
+                ),
+            )));
+        }
+    }
+    for (target, apps) in &planned {
         let prefix = if req.all_targets {
             format!("{target}/")
         } else {
             String::new()
         };
-        let Some(dt) = session.project.targets.iter().find(|t| t.name == *target) else {
-            let d = Diagnostic::new(
-                Code::TargetNotFound,
-                format!("no DeploymentTarget is named {target:?}"),
-            );
-            outcome.diagnostics.push((d, Catalog::default()));
-            continue;
-        };
-        let apps = target_apps(&session, &scan, &layout_apps, dt);
         let mut app_dirs = Vec::new();
-        let apps: Vec<String> = apps.into_iter().collect();
         // Apps render in parallel, sharing the cache; a lone app parallelises its own releases.
         let engine = render::Request {
             jobs: if apps.len() > 1 { 1 } else { req.engine.jobs },
+            allow_empty: req.allow_empty,
             ..req.engine.clone()
         };
-        let rendered_apps = render::parallel(&apps, req.engine.jobs, |app| {
+        let rendered_apps = render::parallel(apps, req.engine.jobs, |app| {
             render_app(&engine, &session.project.root, target, app)
         });
         let mut dirs: BTreeMap<String, &String> = BTreeMap::new();
-        for app in &apps {
+        for app in apps {
             if let Some(other) = dirs.insert(app_dir(app), app) {
-                let d = Diagnostic::new(
+                report(Diagnostic::new(
                     Code::DuplicateObject,
                     format!(
                         "apps {other} and {app} would both be written to {}; rename one",
                         app_dir(app)
                     ),
-                );
-                outcome.diagnostics.push((d, Catalog::default()));
+                ));
             }
         }
         for (app, rendered) in apps.iter().zip(rendered_apps) {
             let Some(rendered) = rendered else {
-                let d = Diagnostic::new(
+                report(Diagnostic::new(
                     Code::IoError,
                     format!("internal error: the render of {app} failed"),
-                );
-                outcome.diagnostics.push((d, Catalog::default()));
+                ));
                 continue;
             };
             if rendered.diagnostics.iter().any(Diagnostic::is_error) {
@@ -146,6 +184,8 @@ pub fn run(req: &Request) -> Outcome {
             files.extend(app_files(&dir, app, target, &rendered, req.flux_escape));
             app_dirs.push(dir);
         }
+        // No top-level kustomization: with apps shared between targets, kustomize would refuse
+        // it (`already registered id`). Each target's directory is what the engine points at.
         files.push(File {
             path: format!("{prefix}kustomization.yaml"),
             content: kustomization(
@@ -157,14 +197,10 @@ pub fn run(req: &Request) -> Outcome {
             target: target.clone(),
         });
     }
-    if req.all_targets {
-        files.push(File {
-            path: "kustomization.yaml".into(),
-            content: kustomization(targets.iter().cloned()),
-            app: String::new(),
-            target: String::new(),
-        });
-    }
+    let catalog = &session.project.catalog;
+    outcome
+        .diagnostics
+        .extend(own.into_iter().map(|d| (d, catalog.clone())));
     // Fail closed: a tree with an app missing would make the GitOps engine prune it.
     if outcome.diagnostics.iter().any(|(d, _)| d.is_error()) {
         return outcome;
@@ -173,22 +209,43 @@ pub fn run(req: &Request) -> Outcome {
     outcome
 }
 
-/// The apps a DeploymentTarget deploys: what its `spec.apps` globs match, and the layout apps
-/// whose layout names it as their target.
+/// The apps a target deploys, and its `spec.apps` globs that match nothing.
+pub(crate) struct TargetApps {
+    pub apps: BTreeSet<String>,
+    /// `apps_glob_unmatched` for each glob that matched nothing.
+    pub unmatched: Vec<Diagnostic>,
+}
+
+/// The apps the target `name` deploys: what the `spec.apps` globs of the DeploymentTarget of that
+/// name match, and the layout apps whose layout names it (a DeploymentTarget or a Cluster) as
+/// their target.
 pub(crate) fn target_apps(
     session: &Session,
     scan: &validate::Tree,
     layout_apps: &[crate::apps::LayoutApp],
-    target: &crate::objects::DeploymentTarget,
-) -> BTreeSet<String> {
+    name: &str,
+) -> TargetApps {
     let mut apps: BTreeSet<String> = BTreeSet::new();
-    for (pattern, _) in &target.apps {
-        apps.extend(
-            scan.paths
+    let mut unmatched = Vec::new();
+    for target in session.project.targets.iter().filter(|t| t.name == name) {
+        for (pattern, loc) in &target.apps {
+            let hits: Vec<&String> = scan
+                .paths
                 .iter()
                 .filter(|p| glob::matches(pattern, p))
-                .cloned(),
-        );
+                .collect();
+            if hits.is_empty() {
+                unmatched.push(
+                    Diagnostic::new(
+                        Code::AppsGlobUnmatched,
+                        format!("spec.apps glob {pattern:?} matches no file or directory"),
+                    )
+                    .at(*loc)
+                    .object(format!("DeploymentTarget/{name}")),
+                );
+            }
+            apps.extend(hits.into_iter().cloned());
+        }
     }
     let mut apps = without_covered_files(apps);
     for app in layout_apps {
@@ -197,11 +254,11 @@ pub(crate) fn target_apps(
             .target
             .as_ref()
             .and_then(|t| crate::layouts::substitute(t, &app.bindings).ok());
-        if own.as_deref() == Some(target.name.as_str()) {
+        if own.as_deref() == Some(name) {
             apps.insert(app.dir.clone());
         }
     }
-    apps
+    TargetApps { apps, unmatched }
 }
 
 /// Drops matched files whose directory is matched too: a directory app already renders its own
@@ -214,7 +271,7 @@ pub fn without_covered_files(apps: BTreeSet<String>) -> BTreeSet<String> {
     apps.iter().filter(|a| !covered(a)).cloned().collect()
 }
 
-/// One app rendered for one target, empty renders allowed (an app may be empty in a tree).
+/// One app rendered for one target; `engine.allow_empty` decides whether it may be empty.
 pub fn render_app(
     engine: &render::Request,
     root: &Path,
@@ -228,7 +285,6 @@ pub fn render_app(
             target: Some(target.to_string()),
             ..engine.inputs.clone()
         },
-        allow_empty: true,
         ..engine.clone()
     };
     render::render(&request)
@@ -269,10 +325,10 @@ fn app_files(
             file = format!("{base}-{n}.yaml");
             n += 1;
         }
-        // Chart output is escaped; manifests written in app files keep their `${VAR}`s, which
-        // is where Flux's substitution is meant to apply.
-        let text = if flux_escape && *from_chart {
-            doc.text.replace("${", "$${")
+        // Chart output is marked so Flux leaves it as Helm rendered it; manifests written in app
+        // files keep their `${VAR}`s, which is where Flux's substitution is meant to apply.
+        let text = if flux_escape && *from_chart && doc.text.contains('$') {
+            substitution_disabled(doc)
         } else {
             doc.text.clone()
         };
@@ -294,6 +350,80 @@ fn app_files(
         target: target.to_string(),
     });
     files
+}
+
+/// The label and annotation key with which Flux's postBuild substitution skips an object.
+pub const FLUX_SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
+
+/// A manifest annotated `kustomize.toolkit.fluxcd.io/substitute: disabled`. Flux then skips it
+/// whole, so every `$` arrives as Helm wrote it, and a consumer that never substitutes (Argo CD,
+/// `kubectl kustomize`) sees the same; escaping `$` instead would be right for only one of them.
+/// The annotation is added as one text line where the layout allows, so the rest stays byte for
+/// byte; the result is parsed back and compared, and written anew from its value otherwise.
+fn substitution_disabled(doc: &Document) -> String {
+    let mut want = doc.node.to_json();
+    let Some(meta) = want.get_mut("metadata").and_then(|m| m.as_object_mut()) else {
+        return doc.text.clone();
+    };
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| serde_json::json!({}));
+    if annotations.is_null() {
+        *annotations = serde_json::json!({});
+    }
+    let Some(annotations) = annotations.as_object_mut() else {
+        return doc.text.clone();
+    };
+    annotations.insert(FLUX_SUBSTITUTE.into(), "disabled".into());
+    let parses_to_want = |text: &str| {
+        let parsed = crate::yaml::parse_stream(text, FileId(0), &Default::default());
+        parsed.diagnostics.is_empty() && parsed.docs.len() == 1 && parsed.docs[0].to_json() == want
+    };
+    if let Some(text) = annotated_text(&doc.text).filter(|t| parses_to_want(t)) {
+        return text;
+    }
+    let node = crate::value::Node::from_json(&want, doc.node.prov);
+    crate::yaml::to_yaml(&node, &|_| None)
+}
+
+/// `text` with the disabling annotation inserted as a line under a block-style top-level
+/// `metadata:` (into its block `annotations:`, or as a new one); `None` for other layouts.
+fn annotated_text(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let indent = |l: &str| l.len() - l.trim_start_matches(' ').len();
+    let content = |l: &str| !l.trim().is_empty() && !l.trim_start().starts_with('#');
+    let meta = lines.iter().position(|l| l.trim_end() == "metadata:")?;
+    let end = lines[meta + 1..]
+        .iter()
+        .position(|l| content(l) && indent(l) == 0)
+        .map_or(lines.len(), |i| meta + 1 + i);
+    let block = &lines[meta + 1..end];
+    let pad = indent(block.iter().find(|l| content(l))?);
+    let key = format!("{}annotations:", " ".repeat(pad));
+    let (at, line) = match block.iter().position(|l| l.starts_with(&key)) {
+        Some(i) if block[i].trim_end() == key => {
+            let inner = indent(block[i + 1..].iter().find(|l| content(l))?);
+            (
+                meta + 2 + i,
+                format!("{}{FLUX_SUBSTITUTE}: disabled\n", " ".repeat(inner)),
+            )
+        }
+        Some(_) => return None,
+        None => (
+            meta + 1,
+            format!(
+                "{key}\n{}{FLUX_SUBSTITUTE}: disabled\n",
+                " ".repeat(2 * pad)
+            ),
+        ),
+    };
+    if pad == 0 {
+        return None;
+    }
+    let mut out: String = lines[..at].concat();
+    out.push_str(&line);
+    out.push_str(&lines[at..].concat());
+    Some(out)
 }
 
 fn sanitize(name: &str) -> String {

@@ -138,6 +138,7 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
     }
     let mut covered: BTreeSet<String> = BTreeSet::new();
     let mut apps = 0;
+    let mut imports = ImportUse::default();
     for target in &selected {
         if let Err(d) = targets::select(&target.name, &project.clusters, &project.targets) {
             issues.add(&d, &project.catalog, Some(&target.name));
@@ -164,7 +165,14 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
         let matched = crate::tree::without_covered_files(matched);
         for app in &matched {
             apps += 1;
-            check_app(req, &root, Some(&target.name), app, &mut issues);
+            check_app(
+                req,
+                &root,
+                Some(&target.name),
+                app,
+                &mut issues,
+                &mut imports,
+            );
         }
         covered.extend(matched);
     }
@@ -179,7 +187,7 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
         };
         for app in &layout_apps {
             apps += 1;
-            check_app(req, &root, None, &app.dir, &mut issues);
+            check_app(req, &root, None, &app.dir, &mut issues, &mut imports);
         }
         for (file, loc) in &app_files {
             let parent = file.rsplit_once('/').map_or("", |(dir, _)| dir);
@@ -193,6 +201,7 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
             }
         }
     }
+    imports.report(&mut issues);
     report.targets = selected.len();
     report.apps = apps;
     report.issues = issues.list;
@@ -200,13 +209,24 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
 }
 
 /// The values (and, unless `--no-render`, the render) of one app for one target.
-fn check_app(req: &Request, root: &Path, target: Option<&str>, app: &str, issues: &mut Issues) {
+fn check_app(
+    req: &Request,
+    root: &Path,
+    target: Option<&str>,
+    app: &str,
+    issues: &mut Issues,
+    imports: &mut ImportUse,
+) {
     let inputs = pipeline::Request {
         paths: vec![root.join(app)],
         root: Some(root.to_path_buf()),
         target: target.map(str::to_string),
         ..req.engine.inputs.clone()
     };
+    let started = Session::start(&inputs);
+    if let Ok((session, entries)) = &started {
+        imports.record(session, entries);
+    }
     if req.render {
         let request = render::Request {
             inputs,
@@ -217,7 +237,7 @@ fn check_app(req: &Request, root: &Path, target: Option<&str>, app: &str, issues
         issues.extend(&outcome.diagnostics, &outcome.catalog, target);
         return;
     }
-    match Session::start(&inputs) {
+    match started {
         Ok((mut session, entries)) => {
             let releases = entries.iter().filter_map(|e| match e {
                 pipeline::Entry::Release(r) => Some(&r.values),
@@ -229,6 +249,72 @@ fn check_app(req: &Request, root: &Path, target: Option<&str>, app: &str, issues
             issues.extend(&session.diagnostics, &session.project.catalog, target);
         }
         Err((catalog, diags)) => issues.extend(&diags, &catalog, target),
+    }
+}
+
+/// How each optional import of each component fared across every target that deploys it.
+#[derive(Default)]
+struct ImportUse {
+    /// (component, import) -> (applied somewhere, absent somewhere, `from`, contract file and line).
+    seen: BTreeMap<(String, String), (bool, bool, String, Option<(String, u32)>)>,
+}
+
+impl ImportUse {
+    fn record(&mut self, session: &Session, entries: &[pipeline::Entry]) {
+        for entry in entries {
+            let pipeline::Entry::Release(release) = entry else {
+                continue;
+            };
+            let v = &release.values;
+            if v.target.is_none() {
+                continue; // Without a target every import is absent; nothing to learn.
+            }
+            for import in v.imports.iter().filter(|i| !i.required) {
+                let key = (v.chart.clone(), import.name.clone());
+                let where_ = (|| {
+                    let pipeline::ChartSpec::Local(dir) = &release.chart else {
+                        return None;
+                    };
+                    let contract = session.project.contract_loaded(dir)?;
+                    let loc = contract.imports.iter().find(|i| i.name == import.name)?.loc;
+                    let file = session.project.catalog.file(loc.file).to_string();
+                    Some((file, loc.line))
+                })();
+                let seen = self
+                    .seen
+                    .entry(key)
+                    .or_insert_with(|| (false, false, import.from.clone(), where_));
+                match import.status {
+                    crate::components::ImportStatus::Applied => seen.0 = true,
+                    crate::components::ImportStatus::Absent => seen.1 = true,
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// `import_never_applies` for every optional import absent wherever its component is deployed.
+    fn report(&self, issues: &mut Issues) {
+        for ((component, name), (applied, absent, from, at)) in &self.seen {
+            if *applied || !*absent {
+                continue;
+            }
+            let mut catalog = Catalog::default();
+            let mut d = Diagnostic::new(
+                Code::ImportNeverApplies,
+                format!(
+                    "optional import {name:?} of component {component}: {from} is absent in every \
+                     target that deploys it, so it never applies; check the pointer and the target \
+                     values"
+                ),
+            )
+            .object(format!("component {component}"));
+            if let Some((file, line)) = at {
+                let file = catalog.add_file(file.clone());
+                d = d.at(crate::provenance::Loc::new(file, *line));
+            }
+            issues.add(&d, &catalog, None);
+        }
     }
 }
 

@@ -106,6 +106,24 @@ impl Node {
         }
     }
 
+    /// A value tree from plain JSON, every node tagged with `prov`.
+    pub fn from_json(json: &serde_json::Value, prov: Prov) -> Node {
+        use serde_json::Value as J;
+        let value = match json {
+            J::Null => Value::Null,
+            J::Bool(b) => Value::Bool(*b),
+            J::Number(n) => Value::Number(n.clone()),
+            J::String(s) => Value::String(s.clone()),
+            J::Array(items) => Value::Seq(items.iter().map(|i| Node::from_json(i, prov)).collect()),
+            J::Object(map) => Value::Map(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), Node::from_json(v, prov)))
+                    .collect(),
+            ),
+        };
+        Node::new(value, prov)
+    }
+
     /// Visits every leaf (scalar, null, empty map or empty sequence) with its JSON Pointer.
     pub fn for_each_leaf(&self, f: &mut dyn FnMut(&str, &Node)) {
         fn walk(node: &Node, path: &mut String, f: &mut dyn FnMut(&str, &Node)) {
