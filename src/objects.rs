@@ -103,10 +103,11 @@ pub fn classify(doc: &Node, place: Place) -> Result<DocKind, Diagnostic> {
                         kind.unwrap_or("(no kind)")
                     ),
                 )
-                .at(api_loc(doc)));
+                .at(api_loc(doc))
+                .object(object_display(doc)));
             }
             if is_nyl_group(api) {
-                return Err(unknown_api_version(doc, api));
+                return Err(unknown_api_version(doc, api).object(object_display(doc)));
             }
             None
         }

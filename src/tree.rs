@@ -172,11 +172,16 @@ pub fn run(req: &Request) -> Outcome {
             };
             if rendered.diagnostics.iter().any(Diagnostic::is_error) {
                 let catalog = rendered.catalog;
+                // A problem of the whole app (`empty_render`) says which app it is.
+                let named = |d: Diagnostic| match (d.loc, &d.object) {
+                    (None, None) => d.object(format!("app {app}")),
+                    _ => d,
+                };
                 outcome.diagnostics.extend(
                     rendered
                         .diagnostics
                         .into_iter()
-                        .map(|d| (d, catalog.clone())),
+                        .map(|d| (named(d), catalog.clone())),
                 );
                 continue;
             }

@@ -101,3 +101,66 @@ fn diff_between_two_commits_shows_added_removed_and_changed_resources() {
     );
     assert!(!stdout.contains("hunter"), "{stdout}");
 }
+
+/// Bad input is an error, never "no changes": a typo in the target or an app that exists in
+/// neither revision exits 2 with `--exit-code` (1 means "differs").
+#[test]
+fn diff_fails_on_an_unknown_target_or_app() {
+    let repo = tempdir("diff-bad").join("repo");
+    fs::create_dir_all(&repo).unwrap();
+    copy_dir(&root().join("examples/platform"), &repo);
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "base"]);
+    let (status, stdout, stderr) = nyl(
+        &repo,
+        &args("diff --base HEAD --target stagign --exit-code"),
+        &[],
+    );
+    assert_eq!((status, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(
+        stderr.contains("error target_not_found: no DeploymentTarget or Cluster is named \"stagign\"; known: payments, prod-eu-1"),
+        "{stderr}"
+    );
+    let (status, stdout, stderr) = nyl(
+        &repo,
+        &args("diff --base HEAD --target prod-eu-1 --exit-code apps/nope.yaml"),
+        &[],
+    );
+    assert_eq!((status, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(
+        stderr.contains("error path_not_found: apps/nope.yaml: no such app in either revision"),
+        "{stderr}"
+    );
+}
+
+/// A Cluster that layouts deploy to is a target for diff as for every other command, and the
+/// pull request that introduces nyl (a base without nyl.toml) shows everything as added.
+#[test]
+fn diff_takes_a_cluster_and_a_base_without_nyl() {
+    let repo = tempdir("diff-cluster").join("repo");
+    fs::create_dir_all(&repo).unwrap();
+    fs::write(repo.join("README.md"), "before nyl\n").unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "before nyl"]);
+    copy_dir(&root().join("tests/fixtures/hydra"), &repo);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "introduce nyl"]);
+    let (status, stdout, stderr) = nyl(
+        &repo,
+        &args("diff --base HEAD~1 --head HEAD --target dev --exit-code"),
+        &[],
+    );
+    assert_eq!(status, 1, "{stderr}");
+    assert!(
+        stdout.contains("clusters/dev/cluster-infra/in-cluster/cert-manager: 1 added, 0 removed, 0 changed\n+ ConfigMap cert-manager/cert-manager-values"),
+        "{stdout}"
+    );
+    let (status, stdout, stderr) = nyl(
+        &repo,
+        &args("diff --base HEAD --target dev --exit-code"),
+        &[],
+    );
+    assert_eq!((status, stdout.as_str()), (0, "no changes\n"), "{stderr}");
+}

@@ -12,6 +12,7 @@ use std::process::Command;
 mod cache;
 mod coalesce;
 mod diff;
+mod flux;
 mod remote;
 mod schemas;
 mod tree;
@@ -128,6 +129,7 @@ macro_rules! cases {
 cases! {
     argocd_generate_allow_empty,
     argocd_generate_build_env,
+    argocd_generate_default_target,
     argocd_generate_empty,
     argocd_generate_malformed_parameters,
     argocd_generate_null_parameters,
@@ -135,13 +137,19 @@ cases! {
     argocd_generate_path,
     argocd_generate_path_escape,
     argocd_generate_plain_env,
+    argocd_generate_plugin_wording,
     argocd_generate_unknown_parameter,
     argocd_parameters,
+    argocd_parameters_default_target,
     bad_aliases,
     bad_config,
     bad_search_paths,
     bad_toml,
     broken_targets,
+    classify_duplicate_objects,
+    classify_misnamed_contract,
+    classify_nyl_lookalikes,
+    classify_values_and_kustomization,
     errors_alias_bomb,
     errors_cluster_not_found,
     errors_conflict,
@@ -228,13 +236,23 @@ cases! {
     seed_json,
     seed_scratch_db,
     seed_without_target,
+    targets_other_file_broken,
+    targets_own_file_broken,
+    tree_all_targets_clusters,
+    tree_allow_empty,
+    tree_empty_app,
+    tree_target_without_apps,
+    tree_unknown_target,
+    tree_unmatched_glob,
     validate_example_clean,
+    validate_fail_closed,
     validate_github,
     validate_json,
     validate_layouts,
     validate_missing_dir,
     validate_no_render,
     validate_one_target,
+    validate_search_path_missing,
     validate_strict,
     validate_text,
     validate_unknown_output,

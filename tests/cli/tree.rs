@@ -49,7 +49,7 @@ fn golden_tree_of_the_example_project() {
         &format!("--all-targets --output-dir {}", out.display()),
     );
     assert_eq!(status, 0, "{stderr}");
-    assert_eq!(stdout, "12 files written, 0 unchanged, 0 removed\n");
+    assert_eq!(stdout, "11 files written, 0 unchanged, 0 removed\n");
     let golden = root().join("tests/golden/example-tree");
     if std::env::var_os("NYL_BLESS").is_some() {
         let _ = fs::remove_dir_all(&golden);
@@ -125,7 +125,7 @@ fn kustomizations_list_exactly_the_files_beside_them() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 6, "top, two targets, three apps");
+    assert_eq!(checked, 5, "two targets, three apps; no top-level one");
 }
 
 #[test]
@@ -140,7 +140,7 @@ fn reruns_are_idempotent_stale_files_go_and_unknown_files_stay() {
     let (status, stdout, _) = render_tree(&repo, &line);
     assert_eq!(
         (status, stdout.as_str()),
-        (0, "0 files written, 12 unchanged, 0 removed\n")
+        (0, "0 files written, 11 unchanged, 0 removed\n")
     );
     assert_eq!(tree(&out), first, "byte-identical");
     assert_eq!(
@@ -193,8 +193,11 @@ fn check_passes_on_a_clean_tree_and_fails_on_an_edited_one() {
     );
 }
 
+/// With `--flux-escape`, chart output reaches the cluster exactly as Helm rendered it whether Flux
+/// substitutes (with variables, so substitution runs) or a consumer never substitutes, while the
+/// `${CLUSTER_NAME}` written in an app file is Flux's to substitute.
 #[test]
-fn flux_escape_protects_chart_content_and_keeps_written_variables() {
+fn flux_escape_keeps_chart_content_exact_for_flux_and_for_plain_consumers() {
     let tmp = tempdir("tree-flux");
     let out = tmp.join("out");
     let repo = root().join("tests/fixtures/flux");
@@ -203,29 +206,45 @@ fn flux_escape_protects_chart_content_and_keeps_written_variables() {
         &format!("--target prod --flux-escape --output-dir {}", out.display()),
     );
     assert_eq!(status, 0, "{stderr}");
-    let script = fs::read_to_string(out.join("apps/script/configmap_tools_script.yaml")).unwrap();
+    let (status, helm, stderr) = nyl(&repo, &args("render --target prod apps/script.yaml"), &[]);
+    assert_eq!(status, 0, "{stderr}");
+    let helm_data =
+        parse_stream(&helm, FileId(0), &Limits::default()).docs[0].to_json()["data"].clone();
     assert!(
-        script.contains("echo \"$${HOME}\"")
-            && script
-                .contains("# A shell script: Flux's postBuild must not substitute $${HOME} here."),
-        "{script}"
+        helm_data["run.sh"].as_str().unwrap().contains("pid $$"),
+        "the fixture holds every form of `$`: {helm_data}"
+    );
+    let vars = [
+        ("CLUSTER_NAME", "prod"),
+        ("X", "substituted"),
+        ("HOME", "/root"),
+    ];
+    let script = fs::read_to_string(out.join("apps/script/configmap_tools_script.yaml")).unwrap();
+    let by_flux = super::flux::apply(&script, &vars).unwrap();
+    let data = |text: &str| {
+        parse_stream(text, FileId(0), &Limits::default()).docs[0].to_json()["data"].clone()
+    };
+    assert_eq!(data(&by_flux), helm_data, "Flux leaves chart content alone");
+    assert_eq!(
+        data(&script),
+        helm_data,
+        "a consumer that never substitutes sees Helm's"
     );
     let info =
         fs::read_to_string(out.join("apps/script/configmap_tools_cluster-info.yaml")).unwrap();
-    assert!(
-        info.contains("cluster: ${CLUSTER_NAME}") && !info.contains("$${"),
+    assert_eq!(
+        data(&super::flux::apply(&info, &vars).unwrap())["cluster"],
+        "prod",
         "{info}"
     );
+    // Without the mark, Flux would have changed the chart's script: the test can fail.
     let (_, _, _) = render_tree(
         &repo,
         &format!("--target prod --output-dir {}", tmp.join("plain").display()),
     );
     let plain =
         fs::read_to_string(tmp.join("plain/apps/script/configmap_tools_script.yaml")).unwrap();
-    assert!(
-        plain.contains("echo \"${HOME}\""),
-        "without --flux-escape nothing changes"
-    );
+    assert_ne!(data(&super::flux::apply(&plain, &vars).unwrap()), helm_data);
 }
 
 #[test]
