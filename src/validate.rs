@@ -255,9 +255,13 @@ fn check_app(
 /// How each optional import of each component fared across every target that deploys it.
 #[derive(Default)]
 struct ImportUse {
-    /// (component, import) -> (applied somewhere, absent somewhere, `from`, contract file and line).
-    seen: BTreeMap<(String, String), (bool, bool, String, Option<(String, u32)>)>,
+    /// (component, import) -> how it fared.
+    seen: BTreeMap<(String, String), ImportSeen>,
 }
+
+/// One optional import: applied somewhere, absent somewhere, its `from`, and where the contract
+/// declares it (file, line).
+type ImportSeen = (bool, bool, String, Option<(String, u32)>);
 
 impl ImportUse {
     fn record(&mut self, session: &Session, entries: &[pipeline::Entry]) {
