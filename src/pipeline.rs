@@ -129,7 +129,12 @@ impl Session {
             match session.select(name, loaded) {
                 Ok(t) => session.target = Some(t),
                 Err(problems) => {
-                    session.diagnostics.extend(problems);
+                    // The target's own errors are among those of loading already.
+                    let new: Vec<Diagnostic> = problems
+                        .into_iter()
+                        .filter(|p| !session.diagnostics.contains(p))
+                        .collect();
+                    session.diagnostics.extend(new);
                     session.evaluate = false;
                 }
             }
@@ -149,16 +154,30 @@ impl Session {
             Err(d) => d,
         };
         let load = &self.diagnostics[..loaded];
-        let own = [
+        // The target's own objects: its DeploymentTarget, and the Cluster of the one of that
+        // name or the Cluster of that name.
+        let cluster_ref = self.project.targets.iter().find(|t| t.name == name);
+        let own_names = [
             format!("DeploymentTarget/{name}"),
             format!("Cluster/{name}"),
+            format!(
+                "Cluster/{}",
+                cluster_ref.map_or(name, |t| t.cluster_ref.as_str())
+            ),
         ];
-        let broken_own = load
+        let own: Vec<Diagnostic> = load
             .iter()
-            .any(|p| p.is_error() && p.object.as_ref().is_some_and(|o| own.contains(o)));
-        if d.code == Code::TargetNotFound && broken_own {
-            // Those errors are reported as they are; they say why the target is missing.
-            return Err(Vec::new());
+            .filter(|p| p.object.as_ref().is_some_and(|o| own_names.contains(o)))
+            .map(|p| Diagnostic {
+                severity: p.code.severity(),
+                ..p.clone()
+            })
+            .filter(Diagnostic::is_error)
+            .collect();
+        let missing = [Code::TargetNotFound, Code::ClusterNotFound];
+        if missing.contains(&d.code) && !own.is_empty() {
+            // They say why the target is missing, as errors whatever else demoted them.
+            return Err(own);
         }
         if d.code == Code::TargetNotFound && load.iter().any(Diagnostic::is_error) {
             let message = format!("{}; some targets files have errors (above), so it may be defined in one that did not load", d.message);

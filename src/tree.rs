@@ -78,9 +78,9 @@ pub fn run(req: &Request) -> Outcome {
             return outcome;
         }
     };
-    // The run's own problems, against the session's catalog; apps bring their own.
-    let mut own: Vec<Diagnostic> = Vec::new();
-    let mut report = |d: Diagnostic| own.push(d);
+    // The run's own problems, against the session's catalog; apps bring their own. Loading the
+    // project comes first: `nyl.toml`'s problems stop the run, other targets' files warn.
+    let mut own: Vec<Diagnostic> = session.diagnostics.clone();
     // `--allow-empty` turns every "nothing here" error into a warning.
     let empty = |d: Diagnostic| Diagnostic {
         severity: if req.allow_empty {
@@ -101,11 +101,11 @@ pub fn run(req: &Request) -> Outcome {
             if !is_dt && found.apps.is_empty() {
                 continue;
             }
-            found.unmatched.into_iter().for_each(|d| report(empty(d)));
+            found.unmatched.into_iter().for_each(|d| own.push(empty(d)));
             planned.push((name, found.apps.into_iter().collect()));
         }
         if planned.iter().all(|(_, apps)| apps.is_empty()) {
-            report(empty(Diagnostic::new(
+            own.push(empty(Diagnostic::new(
                 Code::NothingToDeploy,
                 "--all-targets found no target with apps: no DeploymentTarget's spec.apps matches \
                  anything and no layout app names a target; the tree would be empty",
@@ -115,17 +115,23 @@ pub fn run(req: &Request) -> Outcome {
         let loaded = session.loaded;
         for name in &req.targets {
             if let Err(problems) = session.select(name, loaded) {
-                problems.into_iter().for_each(&mut report);
+                // Its own file's problems, demoted while no target was selected, are errors now.
+                for p in problems {
+                    let same =
+                        |d: &Diagnostic| (d.code, d.loc, &d.message) == (p.code, p.loc, &p.message);
+                    own.retain(|d| !same(d));
+                    own.push(p);
+                }
                 continue;
             }
             let found = target_apps(&session, &scan, &layout_apps, name);
-            found.unmatched.into_iter().for_each(|d| report(empty(d)));
+            found.unmatched.into_iter().for_each(|d| own.push(empty(d)));
             planned.push((name.clone(), found.apps.into_iter().collect()));
         }
     }
     for (target, apps) in &planned {
         if apps.is_empty() {
-            report(empty(Diagnostic::new(
+            own.push(empty(Diagnostic::new(
                 Code::NothingToDeploy,
                 format!(
                     "target {target:?} deploys no app: its spec.apps match nothing and no layout \
@@ -153,7 +159,7 @@ pub fn run(req: &Request) -> Outcome {
         let mut dirs: BTreeMap<String, &String> = BTreeMap::new();
         for app in apps {
             if let Some(other) = dirs.insert(app_dir(app), app) {
-                report(Diagnostic::new(
+                own.push(Diagnostic::new(
                     Code::DuplicateObject,
                     format!(
                         "apps {other} and {app} would both be written to {}; rename one",
@@ -164,7 +170,7 @@ pub fn run(req: &Request) -> Outcome {
         }
         for (app, rendered) in apps.iter().zip(rendered_apps) {
             let Some(rendered) = rendered else {
-                report(Diagnostic::new(
+                own.push(Diagnostic::new(
                     Code::IoError,
                     format!("internal error: the render of {app} failed"),
                 ));
@@ -206,6 +212,11 @@ pub fn run(req: &Request) -> Outcome {
     outcome
         .diagnostics
         .extend(own.into_iter().map(|d| (d, catalog.clone())));
+    // Each app's render reports the project's warnings again: once is enough.
+    let mut seen = std::collections::HashSet::new();
+    outcome
+        .diagnostics
+        .retain(|(d, catalog)| seen.insert(d.render(catalog)));
     // Fail closed: a tree with an app missing would make the GitOps engine prune it.
     if outcome.diagnostics.iter().any(|(d, _)| d.is_error()) {
         return outcome;
