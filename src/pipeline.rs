@@ -190,20 +190,28 @@ impl Session {
     /// nor its Cluster become warnings: one team's typo does not stop another's apps (`nyl
     /// validate` still reports them as errors). Problems of `nyl.toml` stay errors.
     fn demote_unrelated(&mut self, loaded: usize) {
-        let own: Vec<crate::provenance::FileId> = match &self.target {
+        let (own, own_objects): (Vec<crate::provenance::FileId>, Vec<String>) = match &self.target {
             Some(t) => {
                 let dt = self.project.targets.iter().filter(|d| d.name == t.name);
                 let cluster = self.project.clusters.iter().filter(|c| c.name == t.cluster);
-                dt.map(|d| d.loc.file)
-                    .chain(cluster.map(|c| c.loc.file))
-                    .collect()
+                let files = dt.map(|d| d.loc.file).chain(cluster.map(|c| c.loc.file));
+                let objects = [
+                    format!("DeploymentTarget/{}", t.name),
+                    format!("Cluster/{}", t.cluster),
+                ];
+                (files.collect(), objects.to_vec())
             }
-            None => Vec::new(),
+            None => (Vec::new(), Vec::new()),
         };
         let catalog = &self.project.catalog;
         for d in &mut self.diagnostics[..loaded] {
             let Some(loc) = d.loc else { continue };
-            if !own.contains(&loc.file) && catalog.file(loc.file) != project::CONFIG_FILE {
+            // A second definition of the target, in another file, concerns it all the same.
+            let concerns_target = d.object.as_ref().is_some_and(|o| own_objects.contains(o));
+            if !own.contains(&loc.file)
+                && !concerns_target
+                && catalog.file(loc.file) != project::CONFIG_FILE
+            {
                 d.severity = crate::diagnostics::Severity::Warning;
             }
         }

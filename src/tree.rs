@@ -23,8 +23,7 @@ use sha2::{Digest, Sha256};
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::glob;
 use crate::pipeline::{self, Session};
-use crate::provenance::Catalog;
-use crate::provenance::FileId;
+use crate::provenance::{Catalog, FileId};
 use crate::render;
 use crate::validate;
 use crate::yaml::Document;
@@ -244,26 +243,10 @@ pub(crate) fn target_apps(
     let mut apps: BTreeSet<String> = BTreeSet::new();
     let mut unmatched = Vec::new();
     for target in session.project.targets.iter().filter(|t| t.name == name) {
-        for (pattern, loc) in &target.apps {
-            let hits: Vec<&String> = scan
-                .paths
-                .iter()
-                .filter(|p| glob::matches(pattern, p))
-                .collect();
-            if hits.is_empty() {
-                unmatched.push(
-                    Diagnostic::new(
-                        Code::AppsGlobUnmatched,
-                        format!("spec.apps glob {pattern:?} matches no file or directory"),
-                    )
-                    .at(*loc)
-                    .object(format!("DeploymentTarget/{name}")),
-                );
-            }
-            apps.extend(hits.into_iter().cloned());
-        }
+        let (matched, problems) = glob_apps(target, scan);
+        apps.extend(matched);
+        unmatched.extend(problems);
     }
-    let mut apps = without_covered_files(apps);
     for app in layout_apps {
         let layout = &session.project.config.layouts[app.layout].0;
         let own = layout
@@ -277,9 +260,38 @@ pub(crate) fn target_apps(
     TargetApps { apps, unmatched }
 }
 
+/// What a DeploymentTarget's `spec.apps` globs match (files whose directory is matched too left
+/// out), and `apps_glob_unmatched` for each glob that matches nothing.
+pub(crate) fn glob_apps(
+    target: &crate::objects::DeploymentTarget,
+    scan: &validate::Tree,
+) -> (BTreeSet<String>, Vec<Diagnostic>) {
+    let mut apps: BTreeSet<String> = BTreeSet::new();
+    let mut unmatched = Vec::new();
+    for (pattern, loc) in &target.apps {
+        let hits: Vec<&String> = scan
+            .paths
+            .iter()
+            .filter(|p| glob::matches(pattern, p))
+            .collect();
+        if hits.is_empty() {
+            unmatched.push(
+                Diagnostic::new(
+                    Code::AppsGlobUnmatched,
+                    format!("spec.apps glob {pattern:?} matches no file or directory"),
+                )
+                .at(*loc)
+                .object(format!("DeploymentTarget/{}", target.name)),
+            );
+        }
+        apps.extend(hits.into_iter().cloned());
+    }
+    (without_covered_files(apps), unmatched)
+}
+
 /// Drops matched files whose directory is matched too: a directory app already renders its own
 /// YAML files.
-pub fn without_covered_files(apps: BTreeSet<String>) -> BTreeSet<String> {
+fn without_covered_files(apps: BTreeSet<String>) -> BTreeSet<String> {
     let covered = |app: &String| {
         app.rsplit_once('/')
             .is_some_and(|(dir, _)| apps.contains(dir))

@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::diagnostics::{Code, Diagnostic, Issue};
-use crate::glob;
 use crate::objects::{self, DocKind, Place};
 use crate::pipeline::{self, Session};
 use crate::project::{self, Project};
@@ -144,25 +143,8 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
             issues.add(&d, &project.catalog, Some(&target.name));
             continue;
         }
-        let mut matched: BTreeSet<String> = BTreeSet::new();
-        for (pattern, loc) in &target.apps {
-            let hits: Vec<&String> = tree
-                .paths
-                .iter()
-                .filter(|p| glob::matches(pattern, p))
-                .collect();
-            if hits.is_empty() {
-                let d = Diagnostic::new(
-                    Code::AppsGlobUnmatched,
-                    format!("spec.apps glob {pattern:?} matches no file or directory"),
-                )
-                .at(*loc)
-                .object(format!("DeploymentTarget/{}", target.name));
-                issues.add(&d, &project.catalog, Some(&target.name));
-            }
-            matched.extend(hits.into_iter().cloned());
-        }
-        let matched = crate::tree::without_covered_files(matched);
+        let (matched, unmatched) = crate::tree::glob_apps(target, &tree);
+        issues.extend(&unmatched, &project.catalog, Some(&target.name));
         for app in &matched {
             apps += 1;
             check_app(

@@ -146,6 +146,7 @@ cases! {
     bad_search_paths,
     bad_toml,
     broken_targets,
+    broken_targets_selected,
     classify_duplicate_objects,
     classify_misnamed_contract,
     classify_nyl_lookalikes,
