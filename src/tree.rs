@@ -550,3 +550,47 @@ fn sync(out: &Path, mut files: Vec<File>, check: bool, outcome: &mut Outcome) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disabled(text: &str) -> String {
+        let doc = crate::yaml::parse_documents(text, FileId(0), &Default::default())
+            .0
+            .remove(0);
+        substitution_disabled(&doc)
+    }
+
+    #[test]
+    fn the_flux_annotation_is_one_inserted_line_where_the_layout_allows() {
+        let with_annotations = "kind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    x: \"$y\"\ndata:\n  a: $$\n";
+        assert_eq!(
+            disabled(with_annotations),
+            "kind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\n    x: \"$y\"\ndata:\n  a: $$\n"
+        );
+        let without = "kind: ConfigMap\nmetadata:\n    name: a\ndata: {a: $$}\n";
+        assert_eq!(
+            disabled(without),
+            "kind: ConfigMap\nmetadata:\n    annotations:\n        kustomize.toolkit.fluxcd.io/substitute: disabled\n    name: a\ndata: {a: $$}\n"
+        );
+    }
+
+    #[test]
+    fn other_layouts_are_written_anew_with_the_same_value() {
+        for text in [
+            "kind: ConfigMap\nmetadata: {name: a, annotations: {x: z}}\ndata: {a: $$}\n",
+            "kind: ConfigMap\nmetadata:\n  name: a\n  annotations: {x: z}\ndata: {a: $$}\n",
+        ] {
+            let out = disabled(text);
+            let parsed = crate::yaml::parse_stream(&out, FileId(0), &Default::default());
+            let json = parsed.docs[0].to_json();
+            assert_eq!(
+                json["metadata"]["annotations"][FLUX_SUBSTITUTE], "disabled",
+                "{out}"
+            );
+            assert_eq!(json["metadata"]["annotations"]["x"], "z", "{out}");
+            assert_eq!(json["data"]["a"], "$$", "{out}");
+        }
+    }
+}
