@@ -244,6 +244,8 @@ cases! {
     tree_allow_empty,
     tree_empty_app,
     tree_own_file_broken,
+    tree_search_path_missing,
+    tree_stray_documents,
     tree_target_without_apps,
     tree_unknown_target,
     tree_unmatched_glob,
