@@ -7,7 +7,7 @@ use crate::components::{self, Chart};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::layouts::{self, Bindings, Layout};
 use crate::merge::merge;
-use crate::objects::Invocation;
+use crate::objects::{self, Invocation, NameRule};
 use crate::pipeline::{ChartSpec, Entry, ExplainLayer, Release, Session};
 use crate::provenance::{Layer, Loc, ObjectRef, Prov};
 use crate::report::InvocationValues;
@@ -190,6 +190,19 @@ impl Session {
             Some(n) => fill(n)?,
             None => default_namespace.to_string(),
         };
+        // Directory names fill these: checked as for an invocation, so none reaches Helm unfit.
+        for (what, name, rule) in [
+            ("release", &release, NameRule::Release),
+            ("namespace", &namespace, NameRule::Namespace),
+        ] {
+            objects::check_name(name, rule).map_err(|why| {
+                vec![Diagnostic::new(
+                    Code::InvalidName,
+                    format!("layout {:?}: the {what} {name:?} of app {} {why}", layout.name, app.id),
+                )
+                .at(layout_loc)]
+            })?;
+        }
         let inv = Invocation {
             kind: chart_rel.clone(),
             kind_loc: loc,

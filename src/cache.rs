@@ -27,7 +27,7 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 use tracing::{debug, info, warn};
 
-use crate::helm::{Helm, Template};
+use crate::helm::{Failure, Helm, Template};
 use crate::pipeline::ChartSpec;
 
 const MAGIC: &str = "nyl-cache-v1";
@@ -92,7 +92,7 @@ impl Cache {
     }
 
     /// Runs `helm template` through the cache.
-    pub fn template(&self, helm: &Helm, t: &Template<'_>) -> Result<String, String> {
+    pub fn template(&self, helm: &Helm, t: &Template<'_>) -> Result<String, Failure> {
         let key = if self.mode == Mode::Off {
             None
         } else {
@@ -105,6 +105,7 @@ impl Cache {
             if let Some(output) = self.read(&key) {
                 debug!(release = t.release, key = %&key[..16], "cache hit");
                 self.hits.fetch_add(1, Ordering::Relaxed);
+                helm.take_output(output.len())?;
                 return Ok(output);
             }
         }
@@ -348,11 +349,7 @@ mod tests {
     use crate::objects::RemoteChart;
 
     fn key(helm_version: &str, version: Option<&str>, kube: Option<&str>) -> Option<String> {
-        let helm = Helm {
-            path: PathBuf::from("/nonexistent/helm"),
-            version: helm_version.into(),
-            identity: format!("{helm_version} 1 2"),
-        };
+        let helm = Helm::unprobed(helm_version, &format!("{helm_version} 1 2"));
         let cache = Cache::new(PathBuf::from("/nonexistent"), Mode::ReadWrite, 0, &helm);
         let chart = ChartSpec::Remote(RemoteChart {
             repository: "https://charts.example.com".into(),

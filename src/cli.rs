@@ -4,6 +4,7 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -11,7 +12,9 @@ use crate::argocd;
 use crate::cache;
 use crate::diagnostics::{self, Diagnostic};
 use crate::diff;
+use crate::helm;
 use crate::pipeline::{self, Request};
+use crate::process;
 use crate::project::{self, Project};
 use crate::provenance::Catalog;
 use crate::reference;
@@ -241,6 +244,16 @@ struct EngineArgs {
     /// Render again and overwrite the cache entries, without reading them.
     #[arg(long)]
     refresh: bool,
+    /// Seconds one `helm template` may run before it is stopped; `limits.helm_timeout_seconds` in
+    /// nyl.toml can only lower it.
+    #[arg(
+        long,
+        env = "NYL_HELM_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = helm::DEFAULT_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    helm_timeout: u64,
 }
 
 #[derive(clap::Args, Debug)]
@@ -263,6 +276,7 @@ enum Format {
 
 pub fn main() -> ExitCode {
     init_logging();
+    process::stop_children_on_signals();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -433,6 +447,7 @@ fn engine_request(engine: &EngineArgs) -> render::Request {
         cache_max_bytes: env_var("NYL_CACHE_MAX_BYTES")
             .and_then(|v| v.parse().ok())
             .unwrap_or(cache::DEFAULT_MAX_BYTES),
+        helm_timeout: Duration::from_secs(engine.helm_timeout),
         gate: render::Gate::AllInputs,
     }
 }

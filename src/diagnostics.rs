@@ -155,6 +155,12 @@ codes! {
     /// invocation, lowercase RFC 1123, at most 53 characters), a namespace (RFC 1123 label, at most
     /// 63), or a component path.
     InvalidName = "invalid_name", Error, Input;
+    /// A remote chart's repository, name or version (a HelmChart's `spec.chart`, or a remote
+    /// shortcut `<base>#<chart>@<version>`) is not what Helm accepts there: a chart name of
+    /// letters, digits, `.`, `_` and `-` not starting with `-`, a version of a version's or
+    /// range's characters, a URL without spaces or control characters. Checked before Helm runs,
+    /// so that nothing from a repository can reach Helm's command line as a flag.
+    InvalidChartReference = "invalid_chart_reference", Error, Input;
     /// Two objects of one kind share one name (two Clusters, two DeploymentTargets, two
     /// invocations that would be the same Helm release in the same namespace, or two objects with
     /// the same group, kind, namespace and name in one app's output).
@@ -195,6 +201,13 @@ codes! {
     /// `helm template` failed for a release. The message carries Helm's own explanation (a
     /// template error, a `values.schema.json` violation, a chart that cannot be fetched).
     HelmFailed = "helm_failed", Error, Input;
+    /// `helm template` of a release was still running at its deadline (`--helm-timeout`,
+    /// `NYL_HELM_TIMEOUT`, `limits.helm_timeout_seconds`; 30 s by default), and was stopped with
+    /// every process it started. Usually a template that loops (`until` over a huge count).
+    HelmTimeout = "helm_timeout", Error, Input;
+    /// Helm printed more than one render may take in from it (`limits.max_render_bytes`, all
+    /// releases together), and was stopped: what it printed is never kept in full.
+    HelmOutputTooLarge = "helm_output_too_large", Error, Input;
     /// The render produced no Kubernetes object. With auto-sync and prune, Argo CD would delete
     /// every resource of the app, so an empty result is refused unless `--allow-empty` (or the
     /// `allow-empty` plugin parameter) says it is intended.

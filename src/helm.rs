@@ -1,14 +1,20 @@
 //! The real Helm: finding the binary, checking its version once, and running `helm template`.
 //!
 //! Values go to Helm as JSON on stdin (`-f -`), so Helm never re-reads nyl's values as YAML.
-//! Helm's stdout and stderr are read concurrently, so a chatty chart cannot deadlock the run.
+//! Every Helm process runs through [`crate::process`]: within a deadline, its stdout read against
+//! the render's byte budget, its stderr cut to a few KB, stopped when nyl is.
+//!
+//! Nothing from a repository reaches Helm's command line as a flag: names are checked where they
+//! are read ([`crate::objects::RemoteChart::checked`], release and namespace names), flags carry
+//! their values as `--flag=value`, and `--` comes before the positional release and chart.
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::SystemTime;
+use std::process::Command;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
@@ -17,12 +23,20 @@ use tracing::{debug, warn};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::objects::RemoteChart;
 use crate::pipeline::ChartSpec;
+use crate::process::{self, Stopped};
 
 /// The oldest Helm nyl supports: `--api-versions` entries, OCI support and `-f -` behave as nyl
 /// expects from 3.8 on.
 const MIN_VERSION: (u64, u64) = (3, 8);
 
-/// A located and version-checked helm binary.
+/// The default of `--helm-timeout`: below Argo CD's 60 s for a whole manifest request, so a
+/// stalled chart fails with its own error rather than Argo CD's timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// More than `helm version` ever prints.
+const PROBE_MAX_BYTES: u64 = 64 << 10;
+
+/// A located and version-checked helm binary, with the bounds of the render that runs it.
 #[derive(Clone, Debug)]
 pub struct Helm {
     pub path: PathBuf,
@@ -30,6 +44,12 @@ pub struct Helm {
     pub version: String,
     /// Version, size and modification time: what the render cache keys the binary by.
     pub identity: String,
+    /// How long one `helm template` may run.
+    timeout: Duration,
+    /// The bytes of Helm output this render may still take in, all releases together.
+    output_left: Arc<AtomicU64>,
+    /// The budget it started with, for messages.
+    max_output: u64,
 }
 
 /// Everything `helm template` is given for one release.
@@ -44,19 +64,67 @@ pub struct Template<'a> {
     pub include_crds: bool,
 }
 
+/// Why `helm template` gave no output for a release.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Helm failed: its message, trimmed to one line and to a few KB.
+    Failed(String),
+    /// Helm was still running at its deadline.
+    TimedOut(Duration),
+    /// Helm printed more than the render's output budget (its size in bytes).
+    OutputTooLarge(u64),
+}
+
+impl Failure {
+    pub fn code(&self) -> Code {
+        match self {
+            Failure::Failed(_) => Code::HelmFailed,
+            Failure::TimedOut(_) => Code::HelmTimeout,
+            Failure::OutputTooLarge(_) => Code::HelmOutputTooLarge,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    /// Completes "helm template CHART ...".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Failed(message) => write!(f, "failed: {message}"),
+            Failure::TimedOut(limit) => write!(
+                f,
+                "did not finish within {} s and was stopped; look for a template that loops,                  or raise --helm-timeout (NYL_HELM_TIMEOUT)",
+                limit.as_secs()
+            ),
+            Failure::OutputTooLarge(max) => write!(
+                f,
+                "printed more than {max} bytes, all that one render may take in from Helm                  (limits.max_render_bytes), and was stopped"
+            ),
+        }
+    }
+}
+
 impl Helm {
     /// `NYL_HELM`, else `helm` on `PATH`, checked to be Helm 3.8 or newer. Running `helm version`
     /// costs as much as a render, so its answer is remembered per binary (path, size and
     /// modification time) in `probes`, when given: a warm render then starts no process at all.
-    pub fn locate(probes: Option<&Path>) -> Result<Helm, Diagnostic> {
+    /// Every Helm process gets `timeout`, the probe included; the `helm template` runs share
+    /// `max_output` bytes of output.
+    pub fn locate(
+        probes: Option<&Path>,
+        timeout: Duration,
+        max_output: u64,
+    ) -> Result<Helm, Diagnostic> {
         let path = match std::env::var_os("NYL_HELM").filter(|p| !p.is_empty()) {
             Some(path) => PathBuf::from(path),
-            None => find_on_path("helm").ok_or_else(|| {
-                Diagnostic::new(
-                    Code::HelmNotFound,
-                    "helm was not found on PATH; install Helm 3.8 or newer, or set NYL_HELM to its path",
-                )
-            })?,
+            None => std::env::var_os("PATH")
+                .and_then(|dirs| find_on_path("helm", &dirs))
+                .ok_or_else(|| {
+                    Diagnostic::new(
+                        Code::HelmNotFound,
+                        "helm was not found in an absolute directory of PATH; install Helm 3.8 \
+                         or newer, or set NYL_HELM to its path",
+                    )
+                })?,
         };
         let meta = fs::metadata(&path).map_err(|e| {
             Diagnostic::new(
@@ -84,7 +152,7 @@ impl Helm {
         let version = match remembered {
             Some(version) => version,
             None => {
-                let version = probe_version(&path)?;
+                let version = probe_version(&path, timeout)?;
                 if let Some(p) = &probe {
                     remember(p, &version);
                 }
@@ -96,82 +164,133 @@ impl Helm {
             path,
             identity: format!("{version} {identity}"),
             version,
+            timeout,
+            output_left: Arc::new(AtomicU64::new(max_output)),
+            max_output,
         })
     }
 
-    /// The arguments of `helm template` for `t`, values read from stdin.
-    pub fn template_args(t: &Template<'_>) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec!["template".into(), t.release.into()];
-        match t.chart {
-            ChartSpec::Local(dir) => args.push(dir.into()),
-            ChartSpec::Remote(remote) => {
-                args.extend(remote_args(remote).into_iter().map(OsString::from))
-            }
+    /// A helm that was never located, for tests that only need its identity.
+    #[cfg(test)]
+    pub(crate) fn unprobed(version: &str, identity: &str) -> Helm {
+        Helm {
+            path: PathBuf::from("/nonexistent/helm"),
+            version: version.into(),
+            identity: identity.into(),
+            timeout: DEFAULT_TIMEOUT,
+            output_left: Arc::new(AtomicU64::new(0)),
+            max_output: 0,
         }
-        args.extend(["--namespace".into(), t.namespace.into()]);
+    }
+
+    /// The arguments of `helm template` for `t`, values read from stdin. Every flag carries its
+    /// value after `=`, and `--` ends the flags, so no value can be read as a flag of its own.
+    pub fn template_args(t: &Template<'_>) -> Vec<OsString> {
+        let flag = |name: &str, value: &str| OsString::from(format!("--{name}={value}"));
+        let mut args: Vec<OsString> = vec!["template".into(), flag("namespace", t.namespace)];
         if let Some(v) = t.kube_version {
-            args.extend(["--kube-version".into(), v.into()]);
+            args.push(flag("kube-version", v));
         }
         for api in t.api_versions {
-            args.extend(["--api-versions".into(), api.into()]);
+            args.push(flag("api-versions", api));
         }
         if t.include_crds {
             args.push("--include-crds".into());
         }
-        args.extend(["--values".into(), "-".into()]);
+        args.push(flag("values", "-"));
+        let chart = match t.chart {
+            ChartSpec::Local(dir) => dir.into(),
+            ChartSpec::Remote(remote) => {
+                let (repo, chart) = remote_chart(remote);
+                if let Some(repo) = repo {
+                    args.push(flag("repo", &repo));
+                }
+                if let Some(version) = &remote.version {
+                    args.push(flag("version", version));
+                }
+                chart.into()
+            }
+        };
+        args.extend(["--".into(), t.release.into(), chart]);
         args
     }
 
-    /// Runs `helm template`; `Err` carries Helm's message, trimmed of noise.
-    pub fn template(&self, t: &Template<'_>) -> Result<String, String> {
+    /// Runs `helm template` within the deadline and the output budget.
+    pub fn template(&self, t: &Template<'_>) -> Result<String, Failure> {
         let args = Self::template_args(t);
         debug!(release = t.release, ?args, "helm template");
-        let mut child = Command::new(&self.path)
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", self.path.display()))?;
-        // Write stdin on its own thread: a chart that fails early stops reading it, and writing
-        // on this thread while Helm blocks on a full stdout pipe would deadlock.
-        let stdin = child.stdin.take();
-        let values = t.values_json.as_bytes().to_vec();
-        let writer = std::thread::spawn(move || {
-            if let Some(mut stdin) = stdin {
-                let _ = stdin.write_all(&values);
-            }
-        });
-        let output = child
-            .wait_with_output()
-            .map_err(|e| format!("helm did not finish: {e}"))?;
-        let _ = writer.join();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if !output.status.success() {
-            return Err(trim_stderr(&stderr));
+        let mut cmd = Command::new(&self.path);
+        cmd.args(&args);
+        let done = process::run(
+            &mut cmd,
+            t.values_json.as_bytes().to_vec(),
+            self.timeout,
+            &self.output_left,
+        )
+        .map_err(|stopped| match stopped {
+            Stopped::Io(e) => Failure::Failed(format!("cannot run {}: {e}", self.path.display())),
+            Stopped::TimedOut => Failure::TimedOut(self.timeout),
+            Stopped::OutputTooLarge => Failure::OutputTooLarge(self.max_output),
+        })?;
+        if !done.status.success() {
+            return Err(Failure::Failed(done.stderr.text(trim_stderr)));
         }
-        for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        let warnings = done.stderr.text(str::to_string);
+        for line in warnings.lines().filter(|l| !l.trim().is_empty()) {
             warn!(release = t.release, "helm: {line}");
         }
-        String::from_utf8(output.stdout)
-            .map_err(|_| "helm printed output that is not UTF-8".to_string())
+        String::from_utf8(done.stdout)
+            .map_err(|_| Failure::Failed("helm printed output that is not UTF-8".to_string()))
+    }
+
+    /// Takes output that did not come from a Helm process this run (a cache hit) from the
+    /// render's output budget, as if Helm had printed it.
+    pub fn take_output(&self, bytes: usize) -> Result<(), Failure> {
+        self.output_left
+            .fetch_update(
+                std::sync::atomic::Ordering::Relaxed,
+                std::sync::atomic::Ordering::Relaxed,
+                |left| left.checked_sub(bytes as u64),
+            )
+            .map(drop)
+            .map_err(|_| Failure::OutputTooLarge(self.max_output))
     }
 }
 
 /// Runs `helm version` and checks the answer.
-fn probe_version(path: &Path) -> Result<String, Diagnostic> {
-    let output = Command::new(path)
-        .args(["version", "--template", "{{.Version}}"])
-        .output()
-        .map_err(|e| {
-            Diagnostic::new(
-                Code::HelmNotFound,
-                format!("cannot run helm at {}: {e}", path.display()),
-            )
-        })?;
-    let version = String::from_utf8_lossy(&output.stdout).trim().to_string();
+fn probe_version(path: &Path, timeout: Duration) -> Result<String, Diagnostic> {
+    let mut cmd = Command::new(path);
+    cmd.args(["version", "--template", "{{.Version}}"]);
+    let done = process::run(
+        &mut cmd,
+        Vec::new(),
+        timeout,
+        &AtomicU64::new(PROBE_MAX_BYTES),
+    )
+    .map_err(|stopped| match stopped {
+        Stopped::Io(e) => Diagnostic::new(
+            Code::HelmNotFound,
+            format!("cannot run helm at {}: {e}", path.display()),
+        ),
+        Stopped::TimedOut => Diagnostic::new(
+            Code::HelmVersionUnsupported,
+            format!(
+                "{} did not answer `helm version` within {} s; is it Helm?",
+                path.display(),
+                timeout.as_secs()
+            ),
+        ),
+        Stopped::OutputTooLarge => Diagnostic::new(
+            Code::HelmVersionUnsupported,
+            format!(
+                "{} printed more than {PROBE_MAX_BYTES} bytes for `helm version`; is it Helm?",
+                path.display()
+            ),
+        ),
+    })?;
+    let version = String::from_utf8_lossy(&done.stdout).trim().to_string();
     match parse_version(&version) {
-        Some(v) if output.status.success() && v >= MIN_VERSION => Ok(version),
+        Some(v) if done.status.success() && v >= MIN_VERSION => Ok(version),
         Some(_) => Err(Diagnostic::new(
             Code::HelmVersionUnsupported,
             format!(
@@ -184,10 +303,8 @@ fn probe_version(path: &Path) -> Result<String, Diagnostic> {
             format!(
                 "cannot read the version of {} (it printed {:?}); is it Helm?",
                 path.display(),
-                trim_stderr(&format!(
-                    "{version}{}",
-                    String::from_utf8_lossy(&output.stderr)
-                ))
+                done.stderr
+                    .text(|stderr| trim_stderr(&format!("{version}{stderr}")))
             ),
         )),
     }
@@ -205,29 +322,28 @@ fn remember(probe: &Path, version: &str) {
     }
 }
 
-/// Chart arguments for a remote chart: an OCI reference, or `--repo URL NAME`.
-fn remote_args(remote: &RemoteChart) -> Vec<String> {
-    let mut args = if remote.repository.starts_with("oci://") {
-        vec![match &remote.chart {
+/// A remote chart as Helm takes it: `--repo` (for a chart repository) and the chart argument.
+fn remote_chart(remote: &RemoteChart) -> (Option<String>, String) {
+    if remote.repository.starts_with("oci://") {
+        let chart = match &remote.chart {
             Some(chart) => format!("{}/{chart}", remote.repository.trim_end_matches('/')),
             None => remote.repository.clone(),
-        }]
+        };
+        (None, chart)
     } else {
-        vec![
-            "--repo".to_string(),
-            remote.repository.clone(),
+        (
+            Some(remote.repository.clone()),
             remote.chart.clone().unwrap_or_default(),
-        ]
-    };
-    if let Some(version) = &remote.version {
-        args.extend(["--version".to_string(), version.clone()]);
+        )
     }
-    args
 }
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+/// The first `name` in an absolute directory of `dirs` (a `PATH`). Empty and relative entries
+/// are skipped: they name the working directory, and in Argo CD that is the repository, where
+/// anyone who can push could commit a `helm`.
+fn find_on_path(name: &str, dirs: &std::ffi::OsStr) -> Option<PathBuf> {
+    std::env::split_paths(dirs)
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
 }
@@ -297,15 +413,44 @@ mod tests {
             .collect();
         assert_eq!(
             args.join(" "),
-            "template web --repo https://charts.example.com nginx --version 1.2.3 --namespace apps \
-             --kube-version 1.31.0 --api-versions batch/v1 --api-versions \
-             monitoring.coreos.com/v1/ServiceMonitor --include-crds --values -"
+            "template --namespace=apps --kube-version=1.31.0 --api-versions=batch/v1 \
+             --api-versions=monitoring.coreos.com/v1/ServiceMonitor --include-crds --values=- \
+             --repo=https://charts.example.com --version=1.2.3 -- web nginx"
         );
         let oci = RemoteChart {
             repository: "oci://r.example/charts".into(),
             chart: Some("app".into()),
             version: None,
         };
-        assert_eq!(remote_args(&oci), ["oci://r.example/charts/app"]);
+        assert_eq!(
+            remote_chart(&oci),
+            (None, "oci://r.example/charts/app".to_string())
+        );
+    }
+
+    #[test]
+    fn helm_is_looked_up_in_absolute_path_entries_only() {
+        let tmp = std::env::temp_dir().join(format!("nyl-path-{}", std::process::id()));
+        let bin = tmp.join("bin");
+        fs::create_dir_all(&bin).unwrap();
+        fs::write(bin.join("helm"), "").unwrap();
+        fs::write(tmp.join("helm"), "").unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        // Relative to where the test runs: `tmp` itself holds a `helm`, never to be found.
+        let relative = pathdiff(&tmp, &cwd);
+        let dirs = std::env::join_paths(["", ".", relative.to_str().unwrap(), bin.to_str().unwrap()])
+            .unwrap();
+        assert_eq!(find_on_path("helm", &dirs), Some(bin.join("helm")));
+        let none = std::env::join_paths(["", relative.to_str().unwrap()]).unwrap();
+        assert_eq!(find_on_path("helm", &none), None);
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    /// `to` as a path relative to `from` (both absolute).
+    fn pathdiff(to: &Path, from: &Path) -> PathBuf {
+        let ups = from.components().count() - 1;
+        let mut rel: PathBuf = std::iter::repeat("..").take(ups).collect();
+        rel.push(to.strip_prefix("/").unwrap());
+        rel
     }
 }

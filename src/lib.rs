@@ -26,6 +26,7 @@
 //! - [`pipeline`]: one run from paths to releases and manifests.
 //! - [`apps`]: layout apps on disk.
 //! - [`helm`]: the real `helm`.
+//! - [`process`]: child processes bounded in time and output, stopped with nyl.
 //! - [`cache`]: the content-addressed render cache.
 //! - [`render`]: rendering, level by level and in parallel, fail closed.
 //! - [`values_schema`]: `values.schema.json` checked before Helm runs.
@@ -48,6 +49,7 @@ pub mod merge;
 pub mod objects;
 pub mod pipeline;
 pub mod pointer;
+pub mod process;
 pub mod project;
 pub mod provenance;
 pub mod reference;

@@ -511,14 +511,27 @@ pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnos
         )),
         _ => Err("`spec.chart` needs either `path`, or `repository` and `name`".to_string()),
     };
+    let chart_loc = chart_node.map_or(doc.prov.loc, |n| n.prov.loc);
     let chart = chart.map_err(|why| {
-        let loc = chart_node.map_or(doc.prov.loc, |n| n.prov.loc);
         problems.push(
             Diagnostic::new(Code::InvalidField, why)
-                .at(loc)
+                .at(chart_loc)
                 .object(&display),
         );
     });
+    if let Ok(ChartSource::Remote(remote)) = &chart {
+        if let Err((part, why)) = remote.check() {
+            let loc = chart_node
+                .and_then(|c| c.field(part))
+                .map_or(chart_loc, |n| n.prov.loc);
+            problems.push(
+                Diagnostic::new(Code::InvalidChartReference, why)
+                    .at(loc)
+                    .object(&display)
+                    .path(&format!("spec.chart.{part}")),
+            );
+        }
+    }
     let (Ok(name), Ok(chart), true) = (name, chart, problems.is_empty()) else {
         return Err(problems);
     };
@@ -576,6 +589,8 @@ pub struct Limits {
     pub max_total_bytes: u64,
     pub max_nodes: u64,
     pub max_render_bytes: u64,
+    /// Lowers the operator's `--helm-timeout` (`NYL_HELM_TIMEOUT`); it can never raise it.
+    pub helm_timeout_seconds: Option<u64>,
 }
 
 impl Default for Limits {
@@ -586,6 +601,7 @@ impl Default for Limits {
             max_total_bytes: 64 << 20,
             max_nodes: 500_000,
             max_render_bytes: 64 << 20,
+            helm_timeout_seconds: None,
         }
     }
 }
@@ -625,15 +641,15 @@ pub fn config(doc: &Node) -> Result<Config, Vec<Diagnostic>> {
         })
         .unwrap_or_default();
     let limits = doc.field("limits");
-    let limit = |key: &str, default: u64| {
+    let number = |key: &str| {
         limits
             .and_then(|l| l.field(key))
             .and_then(|n| match &n.value {
                 Value::Number(n) => n.as_u64(),
                 _ => None,
             })
-            .unwrap_or(default)
     };
+    let limit = |key: &str, default: u64| number(key).unwrap_or(default);
     let d = Limits::default();
     let layouts = doc
         .field("layouts")
@@ -666,6 +682,7 @@ pub fn config(doc: &Node) -> Result<Config, Vec<Diagnostic>> {
             max_total_bytes: limit("max_total_bytes", d.max_total_bytes),
             max_nodes: limit("max_nodes", d.max_nodes),
             max_render_bytes: limit("max_render_bytes", d.max_render_bytes),
+            helm_timeout_seconds: number("helm_timeout_seconds"),
         },
         components_search_paths: paths("components_search_paths", DEFAULT_COMPONENTS),
         targets_search_paths: paths("targets_search_paths", DEFAULT_TARGETS),
@@ -813,6 +830,65 @@ impl RemoteChart {
             chart: chart.map(str::to_string),
             version: version.map(str::to_string),
         })
+    }
+
+    /// A shortcut parsed (a syntax problem is a `syntax` diagnostic) and [`checked`](Self::check).
+    pub fn parse_checked(kind: &str, syntax: Code) -> Result<RemoteChart, Diagnostic> {
+        let remote = Self::parse(kind).map_err(|why| Diagnostic::new(syntax, why))?;
+        remote
+            .check()
+            .map_err(|(_, why)| Diagnostic::new(Code::InvalidChartReference, why))?;
+        Ok(remote)
+    }
+
+    /// Checks each part as Helm would accept it, so that none can be taken for a flag on Helm's
+    /// command line: the chart name in Helm's own character set (`[A-Za-z0-9._-]`, as
+    /// `helm create` checks it) and not starting with `-`; the version in the characters of a
+    /// version or a range (`>=1.2, <2`); the repository URL (which starts with its scheme)
+    /// without whitespace or control characters. `Err` names the part and says why.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let chart_char = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+        let version_char = |c: char| c.is_ascii_alphanumeric() || ".+-_~^*<>=!,| ".contains(c);
+        if self
+            .repository
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err((
+                "repository",
+                format!(
+                    "the chart repository {:?} holds whitespace or control characters",
+                    self.repository
+                ),
+            ));
+        }
+        if let Some(chart) = &self.chart {
+            if !chart.chars().all(chart_char)
+                || chart.starts_with('-')
+                || chart == "."
+                || chart == ".."
+            {
+                return Err((
+                    "name",
+                    format!(
+                        "the chart name {chart:?} is not a Helm chart name: use letters, digits, \
+                         '.', '_' and '-', not starting with '-'"
+                    ),
+                ));
+            }
+        }
+        if let Some(version) = &self.version {
+            if !version.chars().all(version_char) || version.starts_with('-') {
+                return Err((
+                    "version",
+                    format!(
+                        "the chart version {version:?} is not a version or a version range: use \
+                         letters, digits and '.+-_~^*<>=!,| ', not starting with '-'"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

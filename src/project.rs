@@ -386,9 +386,9 @@ impl Project {
             .get(kind)
             .map_or(kind, |(to, _)| to.as_str());
         if RemoteChart::is_shortcut(resolved) {
-            return RemoteChart::parse(resolved)
+            return RemoteChart::parse_checked(resolved, Code::InvalidName)
                 .map(ChartRef::Remote)
-                .map_err(|why| Diagnostic::new(Code::InvalidName, why).at(loc));
+                .map_err(|d| d.at(loc));
         }
         objects::check_component_path(resolved)
             .map_err(|why| Diagnostic::new(Code::InvalidName, why).at(loc))?;
@@ -639,13 +639,14 @@ fn alias_problems(config: &Config) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (alias, (to, loc)) in &config.aliases {
         let result = if RemoteChart::is_shortcut(to) {
-            RemoteChart::parse(to).map(drop)
+            RemoteChart::parse_checked(to, Code::InvalidField).map(drop)
         } else {
             objects::check_component_path(to)
+                .map_err(|why| Diagnostic::new(Code::InvalidField, why))
         };
-        if let Err(why) = result {
+        if let Err(d) = result {
             out.push(
-                Diagnostic::new(Code::InvalidField, format!("alias {alias:?}: {why}"))
+                Diagnostic::new(d.code, format!("alias {alias:?}: {}", d.message))
                     .at(*loc)
                     .object(CONFIG_FILE),
             );

@@ -3,12 +3,13 @@
 //! nyl's own kinds dropped. Nothing is returned unless the whole render succeeded.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::cache::{self, Cache};
 use crate::diagnostics::{Code, Diagnostic};
-use crate::helm::{Helm, Template};
+use crate::helm::{Failure, Helm, Template};
 use crate::pipeline::{self, ChartSpec, Entry, Release, Session};
 use crate::provenance::Catalog;
 use crate::report::InvocationValues;
@@ -31,6 +32,9 @@ pub struct Request {
     pub cache_dir: Option<PathBuf>,
     pub cache: cache::Mode,
     pub cache_max_bytes: u64,
+    /// How long one `helm template` may run (the operator's setting; `limits.helm_timeout_seconds`
+    /// can lower it).
+    pub helm_timeout: Duration,
     pub gate: Gate,
 }
 
@@ -178,7 +182,11 @@ impl Tree<'_> {
             .as_deref()
             .filter(|_| req.cache != cache::Mode::Off)
             .map(cache::probes_dir);
-        let helm = match Helm::locate(probes.as_deref()) {
+        let limits = self.session.project.config.limits;
+        let timeout = limits
+            .helm_timeout_seconds
+            .map_or(req.helm_timeout, |s| req.helm_timeout.min(Duration::from_secs(s)));
+        let helm = match Helm::locate(probes.as_deref(), timeout, limits.max_render_bytes) {
             Ok(helm) => helm,
             Err(d) => {
                 self.session.diagnostics.push(d);
@@ -229,17 +237,21 @@ impl Tree<'_> {
             let outputs = parallel(&templates, req.jobs, |t| cache.template(&helm, t))
                 .into_iter()
                 .map(|o| {
-                    o.unwrap_or_else(|| Err("internal error: the render thread failed".to_string()))
+                    o.unwrap_or_else(|| {
+                        Err(Failure::Failed(
+                            "internal error: the render thread failed".to_string(),
+                        ))
+                    })
                 });
             let mut next = Vec::new();
             for (i, output) in pending.iter().copied().zip(outputs) {
                 match output {
                     Ok(text) => next.extend(self.expand(i, &text)),
-                    Err(message) => {
+                    Err(failure) => {
                         let v = &self.jobs[i].release.values;
                         let d = Diagnostic::new(
-                            Code::HelmFailed,
-                            format!("helm template {} failed: {message}", v.chart),
+                            failure.code(),
+                            format!("helm template {} {failure}", v.chart),
                         )
                         .at(v.loc)
                         .object(format!("{}/{}", v.kind, v.name));
@@ -299,14 +311,19 @@ impl Tree<'_> {
                 return false;
             }
         }
-        let problems = crate::values_schema::check(
+        // A chart whose values.yaml failed is reported once (an empty `Err` after that) and
+        // never goes to Helm.
+        match crate::values_schema::check(
             &mut self.session.project,
             &mut self.schemas,
             &self.jobs[i].release,
-        );
-        let ok = problems.is_empty();
-        self.session.diagnostics.extend(problems);
-        ok
+        ) {
+            Ok(()) => true,
+            Err(problems) => {
+                self.session.diagnostics.extend(problems);
+                false
+            }
+        }
     }
 
     /// Parses a job's output into its nodes; returns the new jobs among them.

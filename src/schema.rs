@@ -189,7 +189,15 @@ pub const CONFIG: Shape = Shape::Object(&[
                 "max_render_bytes",
                 &Shape::Count,
                 "67108864 (64 MiB)",
-                "The largest rendered app.",
+                "The largest rendered app; also all that one render takes in from Helm, all \
+                 releases together (Helm is stopped past it).",
+            ),
+            defaulted(
+                "helm_timeout_seconds",
+                &Shape::Count,
+                "the operator's `--helm-timeout` (`NYL_HELM_TIMEOUT`, else 30)",
+                "Seconds one `helm template` may run before it is stopped. It can only lower the \
+                 operator's setting, never raise it.",
             ),
         ]),
         "Limits on what one run reads and writes, so that no repository can exhaust the \

@@ -33,18 +33,21 @@ impl Schemas {
 }
 
 /// Violations of the release's chart schema. Subcharts' schemas are left to Helm, which knows
-/// their conditions, tags and aliases. A chart without a schema costs nothing here.
-pub fn check(project: &mut Project, schemas: &mut Schemas, release: &Release) -> Vec<Diagnostic> {
+/// their conditions, tags and aliases. A chart without a schema costs nothing here. `Err` holds
+/// the violations, or the problems of the chart's values files (empty when they were already
+/// reported for an earlier release of the chart).
+pub fn check(
+    project: &mut Project,
+    schemas: &mut Schemas,
+    release: &Release,
+) -> Result<(), Vec<Diagnostic>> {
     let ChartSpec::Local(dir) = &release.chart else {
-        return Vec::new();
+        return Ok(());
     };
     let Some(validator) = schemas.get(dir) else {
-        return Vec::new();
+        return Ok(());
     };
-    let chart = match project.chart_values(dir) {
-        Ok(chart) => chart,
-        Err(problems) => return problems,
-    };
+    let chart = project.chart_values(dir)?;
     let values = coalesce(release.values.values.clone(), &chart);
     let json = values.to_json();
     let mut out = Vec::new();
@@ -74,5 +77,9 @@ pub fn check(project: &mut Project, schemas: &mut Schemas, release: &Release) ->
             .object(format!("{}/{}", release.values.kind, release.values.name)),
         );
     }
-    out
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out)
+    }
 }

@@ -1,0 +1,332 @@
+//! Child processes (Helm) bounded in time and output. This is the one place a child's output
+//! enters nyl.
+//!
+//! - Each child runs in its own process group, so that stopping it stops whatever it started.
+//! - Its stdout is read against a byte budget the caller shares between the runs of one render;
+//!   past it, or past the deadline, the group is killed and the run fails.
+//! - Of its stderr only the first [`STDERR_KEEP`] bytes are kept, plus a count of the rest: a
+//!   chart's 50 MB `fail` message is not a 50 MB diagnostic.
+//! - SIGTERM, SIGINT and SIGHUP to nyl kill the groups of the children still running before nyl
+//!   ends by the signal ([`stop_children_on_signals`]): Argo CD's timeout signals nyl, and no
+//!   helm may outlive it.
+
+use std::io::{self, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{mpsc, Once};
+use std::time::{Duration, Instant};
+
+use tracing::warn;
+
+/// How much of a child's stderr is kept: more than any real error message needs.
+pub const STDERR_KEEP: usize = 8 << 10;
+
+/// A child that ran to its end.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Stderr,
+}
+
+/// The start of a child's stderr, and how many bytes after it were dropped.
+#[derive(Debug, Default)]
+pub struct Stderr {
+    pub head: Vec<u8>,
+    pub cut: u64,
+}
+
+impl Stderr {
+    /// The kept text, with the count of what was cut.
+    pub fn text(&self, trim: impl Fn(&str) -> String) -> String {
+        let text = trim(&String::from_utf8_lossy(&self.head));
+        if self.cut == 0 {
+            text
+        } else {
+            format!("{text} [{} more bytes of stderr cut]", self.cut)
+        }
+    }
+}
+
+/// Why a run did not finish.
+#[derive(Debug)]
+pub enum Stopped {
+    /// The child could not be started or waited for.
+    Io(io::Error),
+    /// It was still running at its deadline.
+    TimedOut,
+    /// Its stdout went past the budget.
+    OutputTooLarge,
+}
+
+/// Runs `cmd` with `stdin` as its input until it ends, `timeout` passes or its stdout takes more
+/// than `budget` has left (what it read is taken from `budget`).
+pub fn run(
+    cmd: &mut Command,
+    stdin: Vec<u8>,
+    timeout: Duration,
+    budget: &AtomicU64,
+) -> Result<Finished, Stopped> {
+    let deadline = Instant::now() + timeout;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(Stopped::Io)?;
+    let group = Group::register(&child);
+    let (input, output, errors) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    std::thread::scope(|scope| {
+        // Each pipe on its own thread: a child that stops reading stdin while it fills stdout
+        // or stderr must not deadlock the run.
+        if let Some(mut input) = input {
+            scope.spawn(move || {
+                let _ = input.write_all(&stdin);
+            });
+        }
+        let errors = scope.spawn(move || errors.map(read_head).unwrap_or_default());
+        let (sender, receiver) = mpsc::channel();
+        scope.spawn(move || {
+            let _ = sender.send(output.map_or(Ok(Vec::new()), |o| read_budgeted(o, budget)));
+        });
+        let ended = match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Ok(stdout)) => match exit_by(&mut child, deadline) {
+                Ok(Some(status)) => Ok((status, stdout)),
+                Ok(None) => Err(Stopped::TimedOut),
+                Err(e) => Err(Stopped::Io(e)),
+            },
+            Ok(Err(stopped)) => Err(stopped),
+            Err(_) => Err(Stopped::TimedOut),
+        };
+        if ended.is_err() {
+            // Not reaped yet, so the group's id cannot have been reused.
+            group.kill();
+        }
+        let waited = child.wait();
+        drop(group);
+        let (status, stdout) = ended?;
+        waited.map_err(Stopped::Io)?;
+        Ok(Finished {
+            status,
+            stdout,
+            stderr: errors.join().unwrap_or_default(),
+        })
+    })
+}
+
+/// The child's exit status once it has exited, `None` if it is still running at `deadline`.
+/// Called after its stdout closed, so the wait is short; polling keeps the deadline.
+fn exit_by(child: &mut Child, deadline: Instant) -> io::Result<Option<ExitStatus>> {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Reads stdout to its end, taking every chunk from `budget` before keeping it.
+fn read_budgeted(mut out: ChildStdout, budget: &AtomicU64) -> Result<Vec<u8>, Stopped> {
+    let mut kept = Vec::new();
+    let mut chunk = vec![0; 64 << 10];
+    loop {
+        let n = match out.read(&mut chunk) {
+            Ok(0) => return Ok(kept),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Stopped::Io(e)),
+        };
+        budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(n as u64)
+            })
+            .map_err(|_| Stopped::OutputTooLarge)?;
+        kept.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Reads stderr to its end, keeping its start and counting the rest.
+fn read_head(mut errors: ChildStderr) -> Stderr {
+    let mut stderr = Stderr::default();
+    let mut chunk = vec![0; 16 << 10];
+    loop {
+        let n = match errors.read(&mut chunk) {
+            Ok(0) => return stderr,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return stderr,
+        };
+        let keep = n.min(STDERR_KEEP - stderr.head.len());
+        stderr.head.extend_from_slice(&chunk[..keep]);
+        stderr.cut += (n - keep) as u64;
+    }
+}
+
+/// The process groups of the children running now, for the signal handler (which may only
+/// touch atomics). A slot holds a group id, or 0.
+static GROUPS: [AtomicI32; 256] = [const { AtomicI32::new(0) }; 256];
+
+/// A running child's process group, listed in [`GROUPS`] while the child is not reaped.
+struct Group {
+    id: i32,
+    slot: Option<&'static AtomicI32>,
+}
+
+impl Group {
+    fn register(child: &Child) -> Group {
+        // `process_group(0)` made the child the leader of a group with its own id.
+        let id = i32::try_from(child.id()).unwrap_or(0);
+        let slot = GROUPS.iter().find(|s| {
+            s.compare_exchange(0, id, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        });
+        if slot.is_none() {
+            warn!(
+                "more than {} helm processes at once: a signal to nyl would not stop this one",
+                GROUPS.len()
+            );
+        }
+        Group { id, slot }
+    }
+
+    fn kill(&self) {
+        if self.id > 0 {
+            // SAFETY: kill(2) has no memory effects; a negative id names the process group.
+            unsafe {
+                libc::kill(-self.id, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot {
+            slot.store(0, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Installs the handler for SIGTERM, SIGINT and SIGHUP: it kills every running child's group,
+/// then nyl ends by the signal as it would have without the handler.
+pub fn stop_children_on_signals() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            // SAFETY: the action is fully initialised; the handler only loads atomics and calls
+            // kill(2) and raise(3), which are async-signal-safe.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+                // The handler runs once; the signal it raises again then takes its default
+                // action.
+                action.sa_flags = libc::SA_RESETHAND;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    for slot in &GROUPS {
+        let id = slot.load(Ordering::SeqCst);
+        if id > 0 {
+            // SAFETY: async-signal-safe; see `stop_children_on_signals`.
+            unsafe {
+                libc::kill(-id, libc::SIGKILL);
+            }
+        }
+    }
+    // SAFETY: as above. The signal is blocked while its handler runs, so it is delivered, with
+    // its default action, as the handler returns.
+    unsafe {
+        libc::raise(signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", script]);
+        cmd
+    }
+
+    #[test]
+    fn output_within_the_budget_is_read_and_taken_from_it() {
+        let budget = AtomicU64::new(100);
+        let done = run(&mut sh("cat; echo err >&2"), b"hello".to_vec(), Duration::from_secs(30), &budget)
+            .unwrap();
+        assert!(done.status.success());
+        assert_eq!(done.stdout, b"hello");
+        assert_eq!((done.stderr.head.as_slice(), done.stderr.cut), (&b"err\n"[..], 0));
+        assert_eq!(budget.load(Ordering::Relaxed), 95);
+    }
+
+    #[test]
+    fn output_past_the_budget_stops_the_child() {
+        let budget = AtomicU64::new(1 << 20);
+        let stopped = run(&mut sh("exec yes"), Vec::new(), Duration::from_secs(60), &budget);
+        assert!(matches!(stopped, Err(Stopped::OutputTooLarge)), "{stopped:?}");
+    }
+
+    #[test]
+    fn stderr_keeps_its_start_and_counts_the_rest() {
+        let budget = AtomicU64::new(0);
+        let done = run(
+            &mut sh("head -c 1000000 /dev/zero | tr '\\0' x >&2; exit 3"),
+            Vec::new(),
+            Duration::from_secs(60),
+            &budget,
+        )
+        .unwrap();
+        assert_eq!(done.status.code(), Some(3));
+        assert_eq!(done.stderr.head.len(), STDERR_KEEP);
+        assert_eq!(done.stderr.cut, 1_000_000 - STDERR_KEEP as u64);
+        assert!(done.stderr.text(str::to_string).ends_with(&format!(
+            "[{} more bytes of stderr cut]",
+            1_000_000 - STDERR_KEEP
+        )));
+    }
+
+    #[test]
+    fn a_child_past_its_deadline_is_stopped_with_its_group() {
+        let budget = AtomicU64::new(0);
+        let pid_file = std::env::temp_dir().join(format!("nyl-process-{}", std::process::id()));
+        let script = format!("sleep 600 & echo $! > {}; wait", pid_file.display());
+        let stopped = run(&mut sh(&script), Vec::new(), Duration::from_secs(1), &budget);
+        assert!(matches!(stopped, Err(Stopped::TimedOut)), "{stopped:?}");
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        std::fs::remove_file(&pid_file).ok();
+        assert!(
+            gone(pid.trim()),
+            "the grandchild {pid} outlived its group's kill"
+        );
+    }
+
+    /// Whether a process has ended (absent, or a zombie waiting for its reaper).
+    fn gone(pid: &str) -> bool {
+        (0..200).any(|_| {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+            let ended = state.map_or(true, |s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+            });
+            if !ended {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            ended
+        })
+    }
+}
