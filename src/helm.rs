@@ -92,12 +92,14 @@ impl std::fmt::Display for Failure {
             Failure::Failed(message) => write!(f, "failed: {message}"),
             Failure::TimedOut(limit) => write!(
                 f,
-                "did not finish within {} s and was stopped; look for a template that loops,                  or raise --helm-timeout (NYL_HELM_TIMEOUT)",
+                "did not finish within {} s and was stopped; look for a template that loops, \
+                 or raise --helm-timeout (NYL_HELM_TIMEOUT)",
                 limit.as_secs()
             ),
             Failure::OutputTooLarge(max) => write!(
                 f,
-                "printed more than {max} bytes, all that one render may take in from Helm                  (limits.max_render_bytes), and was stopped"
+                "printed more than {max} bytes, all that one render may take in from Helm \
+                 (limits.max_render_bytes), and was stopped"
             ),
         }
     }

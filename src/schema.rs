@@ -195,7 +195,7 @@ pub const CONFIG: Shape = Shape::Object(&[
             defaulted(
                 "helm_timeout_seconds",
                 &Shape::Count,
-                "the operator's `--helm-timeout` (`NYL_HELM_TIMEOUT`, else 30)",
+                "30, or the operator's --helm-timeout (NYL_HELM_TIMEOUT)",
                 "Seconds one `helm template` may run before it is stopped. It can only lower the \
                  operator's setting, never raise it.",
             ),
