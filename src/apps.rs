@@ -198,7 +198,10 @@ impl Session {
             objects::check_name(name, rule).map_err(|why| {
                 vec![Diagnostic::new(
                     Code::InvalidName,
-                    format!("layout {:?}: the {what} {name:?} of app {} {why}", layout.name, app.id),
+                    format!(
+                        "layout {:?}: the {what} {name:?} of app {} {why}",
+                        layout.name, app.id
+                    ),
                 )
                 .at(layout_loc)]
             })?;

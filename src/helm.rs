@@ -429,30 +429,4 @@ mod tests {
             (None, "oci://r.example/charts/app".to_string())
         );
     }
-
-    #[test]
-    fn helm_is_looked_up_in_absolute_path_entries_only() {
-        let tmp = std::env::temp_dir().join(format!("nyl-path-{}", std::process::id()));
-        let bin = tmp.join("bin");
-        fs::create_dir_all(&bin).unwrap();
-        fs::write(bin.join("helm"), "").unwrap();
-        fs::write(tmp.join("helm"), "").unwrap();
-        let cwd = std::env::current_dir().unwrap();
-        // Relative to where the test runs: `tmp` itself holds a `helm`, never to be found.
-        let relative = pathdiff(&tmp, &cwd);
-        let dirs = std::env::join_paths(["", ".", relative.to_str().unwrap(), bin.to_str().unwrap()])
-            .unwrap();
-        assert_eq!(find_on_path("helm", &dirs), Some(bin.join("helm")));
-        let none = std::env::join_paths(["", relative.to_str().unwrap()]).unwrap();
-        assert_eq!(find_on_path("helm", &none), None);
-        fs::remove_dir_all(&tmp).ok();
-    }
-
-    /// `to` as a path relative to `from` (both absolute).
-    fn pathdiff(to: &Path, from: &Path) -> PathBuf {
-        let ups = from.components().count() - 1;
-        let mut rel: PathBuf = std::iter::repeat("..").take(ups).collect();
-        rel.push(to.strip_prefix("/").unwrap());
-        rel
-    }
 }

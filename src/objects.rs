@@ -971,6 +971,32 @@ mod tests {
     }
 
     #[test]
+    fn chart_references_are_checked_as_helm_takes_them() {
+        let code =
+            |kind: &str| RemoteChart::parse_checked(kind, Code::InvalidName).map_err(|d| d.code);
+        for good in [
+            "https://c.example/repo#nginx-ingress_2.x@1.2.3-rc.1+build",
+            "https://c.example/repo#app@>=1.2.0, <2",
+            "oci://r.example/charts/app@^0.1",
+        ] {
+            assert!(code(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "https://c.example/repo#--set-file=x=/proc/self/environ",
+            "https://c.example/repo#-x",
+            "https://c.example/repo#..",
+            "https://c.example/repo#a/b",
+            "https://c.example/repo#app@--output-dir=/tmp",
+            "https://c.example/repo#app@1.0;rm",
+            "https://c.example/re po#app",
+            "oci://r.example/charts#--post-renderer=x",
+        ] {
+            assert_eq!(code(bad), Err(Code::InvalidChartReference), "{bad}");
+        }
+        assert_eq!(code("https://c.example/repo#"), Err(Code::InvalidName));
+    }
+
+    #[test]
     fn remote_shortcuts_parse() {
         let r = RemoteChart::parse("https://charts.example.com/stable#nginx@1.2.3").unwrap();
         assert_eq!(r.repository, "https://charts.example.com/stable");

@@ -91,7 +91,8 @@ pub fn run(
         scope.spawn(move || {
             let _ = sender.send(output.map_or(Ok(Vec::new()), |o| read_budgeted(o, budget)));
         });
-        let ended = match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        let ended = match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
             Ok(Ok(stdout)) => match exit_by(&mut child, deadline) {
                 Ok(Some(status)) => Ok((status, stdout)),
                 Ok(None) => Err(Stopped::TimedOut),
@@ -266,19 +267,35 @@ mod tests {
     #[test]
     fn output_within_the_budget_is_read_and_taken_from_it() {
         let budget = AtomicU64::new(100);
-        let done = run(&mut sh("cat; echo err >&2"), b"hello".to_vec(), Duration::from_secs(30), &budget)
-            .unwrap();
+        let done = run(
+            &mut sh("cat; echo err >&2"),
+            b"hello".to_vec(),
+            Duration::from_secs(30),
+            &budget,
+        )
+        .unwrap();
         assert!(done.status.success());
         assert_eq!(done.stdout, b"hello");
-        assert_eq!((done.stderr.head.as_slice(), done.stderr.cut), (&b"err\n"[..], 0));
+        assert_eq!(
+            (done.stderr.head.as_slice(), done.stderr.cut),
+            (&b"err\n"[..], 0)
+        );
         assert_eq!(budget.load(Ordering::Relaxed), 95);
     }
 
     #[test]
     fn output_past_the_budget_stops_the_child() {
         let budget = AtomicU64::new(1 << 20);
-        let stopped = run(&mut sh("exec yes"), Vec::new(), Duration::from_secs(60), &budget);
-        assert!(matches!(stopped, Err(Stopped::OutputTooLarge)), "{stopped:?}");
+        let stopped = run(
+            &mut sh("exec yes"),
+            Vec::new(),
+            Duration::from_secs(60),
+            &budget,
+        );
+        assert!(
+            matches!(stopped, Err(Stopped::OutputTooLarge)),
+            "{stopped:?}"
+        );
     }
 
     #[test]
@@ -305,7 +322,12 @@ mod tests {
         let budget = AtomicU64::new(0);
         let pid_file = std::env::temp_dir().join(format!("nyl-process-{}", std::process::id()));
         let script = format!("sleep 600 & echo $! > {}; wait", pid_file.display());
-        let stopped = run(&mut sh(&script), Vec::new(), Duration::from_secs(1), &budget);
+        let stopped = run(
+            &mut sh(&script),
+            Vec::new(),
+            Duration::from_secs(1),
+            &budget,
+        );
         assert!(matches!(stopped, Err(Stopped::TimedOut)), "{stopped:?}");
         let pid = std::fs::read_to_string(&pid_file).unwrap();
         std::fs::remove_file(&pid_file).ok();

@@ -183,9 +183,9 @@ impl Tree<'_> {
             .filter(|_| req.cache != cache::Mode::Off)
             .map(cache::probes_dir);
         let limits = self.session.project.config.limits;
-        let timeout = limits
-            .helm_timeout_seconds
-            .map_or(req.helm_timeout, |s| req.helm_timeout.min(Duration::from_secs(s)));
+        let timeout = limits.helm_timeout_seconds.map_or(req.helm_timeout, |s| {
+            req.helm_timeout.min(Duration::from_secs(s))
+        });
         let helm = match Helm::locate(probes.as_deref(), timeout, limits.max_render_bytes) {
             Ok(helm) => helm,
             Err(d) => {

@@ -13,6 +13,7 @@ mod cache;
 mod coalesce;
 mod diff;
 mod flux;
+mod helm_process;
 mod remote;
 mod schemas;
 mod tree;

@@ -63,7 +63,7 @@ fn serve(dir: PathBuf, max: usize) -> String {
     url
 }
 
-fn run_helm(args: &[&str], dir: &Path) {
+pub(super) fn run_helm(args: &[&str], dir: &Path) {
     let status = Command::new(helm())
         .args(args)
         .current_dir(dir)
@@ -74,7 +74,7 @@ fn run_helm(args: &[&str], dir: &Path) {
 }
 
 /// A chart repository with one chart, `greeter` 0.1.0, served on 127.0.0.1.
-fn chart_repository(tmp: &Path) -> String {
+pub(super) fn chart_repository(tmp: &Path) -> String {
     let chart = tmp.join("src/greeter");
     fs::create_dir_all(chart.join("templates")).unwrap();
     fs::write(
