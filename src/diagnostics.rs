@@ -194,9 +194,11 @@ codes! {
     /// A remote chart shortcut invocation names imports in `valueImports.exclude`; remote charts
     /// have no contract, so there is nothing to exclude.
     RemoteImportExclude = "remote_import_exclude", Error, Input;
-    /// No `helm` binary was found: set `NYL_HELM` to its path or put it on `PATH`.
+    /// No `helm` binary was found: set `NYL_HELM` to its path or put it in a directory of `PATH`
+    /// (only absolute entries of `PATH` are searched).
     HelmNotFound = "helm_not_found", Error, Usage;
-    /// The `helm` binary is older than Helm 3.8, or its version cannot be read.
+    /// The `helm` binary is older than Helm 3.8, or its version cannot be read (including a
+    /// `helm version` that does not answer within the Helm deadline).
     HelmVersionUnsupported = "helm_version_unsupported", Error, Usage;
     /// `helm template` failed for a release. The message carries Helm's own explanation (a
     /// template error, a `values.schema.json` violation, a chart that cannot be fetched).
