@@ -118,7 +118,8 @@ pub fn run(
 }
 
 /// The child's exit status once it has exited, `None` if it is still running at `deadline`.
-/// Called after its stdout closed, so the wait is short; polling keeps the deadline.
+/// Called after its stdout closed, when the exit is a matter of milliseconds: short polls keep
+/// both the deadline and the latency.
 fn exit_by(child: &mut Child, deadline: Instant) -> io::Result<Option<ExitStatus>> {
     let mut pause = Duration::from_millis(1);
     loop {
@@ -130,7 +131,7 @@ fn exit_by(child: &mut Child, deadline: Instant) -> io::Result<Option<ExitStatus
             return Ok(None);
         }
         std::thread::sleep(pause.min(left));
-        pause = (pause * 2).min(Duration::from_millis(50));
+        pause = (pause * 2).min(Duration::from_millis(5));
     }
 }
 
