@@ -5,7 +5,7 @@
 //! the render's byte budget, its stderr cut to a few KB, stopped when nyl is.
 //!
 //! Nothing from a repository reaches Helm's command line as a flag: names are checked where they
-//! are read ([`crate::objects::RemoteChart::checked`], release and namespace names), flags carry
+//! are read ([`crate::objects::RemoteChart::check`], release and namespace names), flags carry
 //! their values as `--flag=value`, and `--` comes before the positional release and chart.
 
 use std::ffi::OsString;
