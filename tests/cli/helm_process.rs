@@ -306,3 +306,25 @@ fn a_layout_directory_named_like_a_flag_is_not_a_release_name() {
     assert!(!tmp.join("out").exists());
     fs::remove_dir_all(&tmp).ok();
 }
+
+/// The version probe has the same deadline: a `helm` that never answers is a machine problem
+/// (exit 2), not a hang.
+#[test]
+fn a_helm_that_never_answers_the_version_probe_is_stopped() {
+    let tmp = tempdir("probe-deadline");
+    let fake = tmp.join("fake-helm");
+    fs::write(&fake, "#!/bin/sh\nsleep 600\n").unwrap();
+    fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+    let (status, stdout, stderr) = nyl(
+        &fixture(),
+        &args("render --helm-timeout 1 apps/plain.yaml"),
+        &[env("NYL_HELM", &fake)],
+    );
+    assert_eq!((status, stdout.as_str()), (2, ""));
+    assert!(
+        stderr.contains("error helm_version_unsupported:")
+            && stderr.contains("did not answer `helm version` within 1 s"),
+        "{stderr}"
+    );
+    fs::remove_dir_all(&tmp).ok();
+}
