@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::components::{self, Chart};
 use crate::diagnostics::{Code, Diagnostic};
+use crate::yaml::Mode;
 use crate::layouts::{self, Bindings, Layout};
 use crate::merge::merge;
 use crate::objects::{self, Invocation, NameRule};
@@ -266,10 +267,11 @@ impl Session {
                 continue;
             }
             let real = self.project.inside(&path).map_err(|d| vec![d])?;
-            let (file, docs, problems) = self.project.read_documents(&real);
-            if !problems.is_empty() {
+            let (file, docs, problems) = self.project.read_documents_as(&real, Mode::Lenient);
+            if problems.iter().any(Diagnostic::is_error) {
                 return Err(problems);
             }
+            self.diagnostics.extend(problems);
             let mut docs = docs.into_iter();
             match (docs.next(), docs.next()) {
                 (None, _) => layers.push(ExplainLayer::new(label, None)),

@@ -381,6 +381,7 @@ fn explain(args: ExplainArgs) -> ExitCode {
             &session.project.catalog,
         ));
     }
+    session.take_project_warnings();
     let status = report_diagnostics(session.diagnostics, &session.project.catalog);
     if status != 0 {
         return ExitCode::from(status);

@@ -69,6 +69,10 @@ codes! {
     /// A mapping in a nyl object has the same key twice. Helm would silently keep the last one; nyl
     /// refuses, because the first one was almost certainly meant to count.
     DuplicateKey = "duplicate_key", Error, Input;
+    /// A mapping in a file Helm reads (a chart's `values.yaml`, a values file, runtime values) or
+    /// in Helm's output has the same key twice. Helm, kubectl and Argo CD keep the last value, and
+    /// so does nyl; the warning names the file, line and key so the first can be removed.
+    DuplicateKeyLastWins = "duplicate_key_last_wins", Warning, Input;
     /// A YAML document in an app or target file is not a mapping, or uses a key that is not a
     /// scalar.
     InvalidDocument = "invalid_document", Error, Input;

@@ -16,7 +16,7 @@ use crate::provenance::{Catalog, Layer, Loc};
 use crate::report::InvocationValues;
 use crate::targets::{self, Target};
 use crate::value::Node;
-use crate::yaml::Document;
+use crate::yaml::{Document, Mode};
 
 /// What to evaluate: the inputs every command shares.
 #[derive(Clone, Debug, Default)]
@@ -242,7 +242,10 @@ impl Session {
     fn runtime(&mut self, name: &str, text: Option<&str>, target: bool) -> Option<Node> {
         let text = text?;
         let file = self.project.catalog.add_file(format!("<runtime {name}>"));
-        let (docs, problems) = self.project.parse_documents(text, file);
+        let (docs, problems) = self.project.parse_documents(text, file, Mode::Lenient);
+        let (warnings, problems): (Vec<_>, Vec<_>) =
+            problems.into_iter().partition(|d| !d.is_error());
+        self.diagnostics.extend(warnings);
         let mut docs = docs.into_iter();
         let node = match (docs.next(), docs.next(), problems.is_empty()) {
             (None, _, true) => return None,
@@ -301,6 +304,11 @@ impl Session {
             entries.clear();
         }
         Ok((session, entries))
+    }
+
+    /// Moves the warnings of files the project read leniently into the diagnostics.
+    pub fn take_project_warnings(&mut self) {
+        self.diagnostics.append(&mut self.project.warnings);
     }
 
     /// Errors among the diagnostics after the first `skip` (those of loading the project).
@@ -611,6 +619,7 @@ pub fn values(req: &Request, with_defaults: bool) -> Outcome {
         items.push(release.values);
     }
     check_releases(items.iter(), &mut session.diagnostics);
+    session.take_project_warnings();
     if items.is_empty() && !session.has_errors() {
         session.diagnostics.push(Diagnostic::new(
             Code::NoInvocations,

@@ -16,7 +16,7 @@ use crate::objects::{self, Cluster, Config, DeploymentTarget, DocKind, Place, Re
 use crate::provenance::{Catalog, FileId, Layer, Loc, ObjectRef, Prov};
 use crate::targets;
 use crate::value::{Node, Value};
-use crate::yaml::{self, Document, Limits};
+use crate::yaml::{self, Document, Limits, Mode};
 
 pub const CONFIG_FILE: &str = "nyl.toml";
 pub const CONTRACT_FILE: &str = "nyl-component.yaml";
@@ -44,6 +44,9 @@ pub struct Project {
     checked_charts: HashMap<PathBuf, bool>,
     files_read: u64,
     bytes_read: u64,
+    /// Warnings of files read leniently outside a session's own reads (chart values, which are
+    /// read once and cached); the session reports them.
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// The nearest directory at or above `start` that holds `nyl.toml`.
@@ -95,6 +98,7 @@ impl Project {
             contracts: HashMap::new(),
             charts: HashMap::new(),
             checked_charts: HashMap::new(),
+            warnings: Vec::new(),
             files_read: 0,
             bytes_read: 0,
         };
@@ -150,11 +154,13 @@ impl Project {
         let mut chart = ChartValues::default();
         let values = dir.join("values.yaml");
         if values.is_file() {
-            let (_, docs, problems) = self.read_yaml(&values);
-            if !problems.is_empty() {
-                return Err(problems);
+            let (_, docs, problems) = self.read_documents_as(&values, Mode::Lenient);
+            let (warnings, errors) = problems.into_iter().partition(|d| !d.is_error());
+            self.warnings.extend::<Vec<_>>(warnings);
+            if !errors.is_empty() {
+                return Err(errors);
             }
-            chart.defaults = docs.into_iter().next().map(|mut d| {
+            chart.defaults = docs.into_iter().next().map(|d| d.node).map(|mut d| {
                 d.set_layer(Layer::ChartDefault);
                 d
             });
@@ -199,15 +205,24 @@ impl Project {
             .to_string()
     }
 
-    /// Reads and parses one YAML file, registering it in the catalog.
+    /// Reads and parses one of nyl's own YAML files, registering it in the catalog.
     pub fn read_yaml(&mut self, path: &Path) -> (FileId, Vec<Node>, Vec<Diagnostic>) {
         let (file, docs, problems) = self.read_documents(path);
         (file, docs.into_iter().map(|d| d.node).collect(), problems)
     }
 
-    /// Reads one YAML file as documents that keep their text (app files, whose plain manifests
-    /// are passed on as written).
+    /// Reads one of nyl's own YAML files, strictly, as documents that keep their text (app files,
+    /// whose plain manifests are passed on as written).
     pub fn read_documents(&mut self, path: &Path) -> (FileId, Vec<Document>, Vec<Diagnostic>) {
+        self.read_documents_as(path, Mode::Strict)
+    }
+
+    /// Reads one YAML file in `mode`.
+    pub fn read_documents_as(
+        &mut self,
+        path: &Path,
+        mode: Mode,
+    ) -> (FileId, Vec<Document>, Vec<Diagnostic>) {
         let file = self.catalog.add_file(self.display_path(path));
         let at = Loc::new(file, 0);
         let fail = |d: Diagnostic| (file, Vec::new(), vec![d.at(at)]);
@@ -257,20 +272,25 @@ impl Project {
         }
         match fs::read_to_string(path) {
             Ok(text) => {
-                let (docs, diags) = self.parse_documents(&text, file);
+                let (docs, diags) = self.parse_documents(&text, file, mode);
                 (file, docs, diags)
             }
             Err(e) => fail(read_error(&e, file)),
         }
     }
 
-    /// Parses YAML text (a file, or Helm's output) with the project's limits.
-    pub fn parse_documents(&self, text: &str, file: FileId) -> (Vec<Document>, Vec<Diagnostic>) {
+    /// Parses YAML text (a file, or Helm's output) with the project's limits, in `mode`.
+    pub fn parse_documents(
+        &self,
+        text: &str,
+        file: FileId,
+        mode: Mode,
+    ) -> (Vec<Document>, Vec<Diagnostic>) {
         let limits = Limits {
             max_nodes: usize::try_from(self.config.limits.max_nodes).unwrap_or(usize::MAX),
             ..Limits::default()
         };
-        yaml::parse_documents(text, file, &limits)
+        yaml::parse_documents(text, file, &limits, mode)
     }
 
     /// `path` canonicalized, when it lies inside the project root; symbolic links are followed

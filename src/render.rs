@@ -13,7 +13,7 @@ use crate::helm::{Failure, Helm, Template};
 use crate::pipeline::{self, ChartSpec, Entry, Release, Session};
 use crate::provenance::Catalog;
 use crate::report::InvocationValues;
-use crate::yaml::Document;
+use crate::yaml::{Document, Mode};
 
 /// How deep chart output may nest invocations.
 pub const MAX_DEPTH: usize = 10;
@@ -110,6 +110,7 @@ pub fn render(req: &Request) -> Outcome {
             format!("the rendered app has {size} bytes, more than limits.max_render_bytes ({max}) in nyl.toml"),
         ));
     }
+    session.take_project_warnings();
     let mut diagnostics = session.diagnostics;
     let failed = diagnostics.iter().any(Diagnostic::is_error);
     if !failed && manifests.is_empty() && !req.allow_empty {
@@ -333,9 +334,10 @@ impl Tree<'_> {
             "{} (helm output of {}/{})",
             v.chart, v.namespace, v.name
         ));
-        let (docs, problems) = self.session.project.parse_documents(output, file);
-        if !problems.is_empty() {
-            self.session.diagnostics.extend(problems);
+        let (docs, problems) = self.session.project.parse_documents(output, file, Mode::Lenient);
+        let failed = problems.iter().any(Diagnostic::is_error);
+        self.session.diagnostics.extend(problems);
+        if failed {
             return Vec::new();
         }
         // Nested releases default to the parent release's namespace.

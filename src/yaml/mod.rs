@@ -4,7 +4,7 @@ mod read;
 mod split;
 mod write;
 
-pub use read::{parse_stream, parse_stream_from, resolve_plain, Limits, Parsed, Scalar};
+pub use read::{parse_stream, parse_stream_from, resolve_plain, Limits, Mode, Parsed, Scalar};
 pub use split::{parse_documents, Document};
 pub use write::to_yaml;
 

@@ -1,10 +1,15 @@
 //! Reading YAML into the value tree the way Helm does: go-yaml v2 (YAML 1.1) resolution of plain
 //! scalars, then the JSON conversion of sigs.k8s.io/yaml (string map keys, no `.inf`/`.nan`).
 //!
+//! Two modes, chosen by the caller: [`Mode::Strict`] for nyl's own files, [`Mode::Lenient`] for
+//! what Helm reads or writes (chart values, user values, Helm's output), which accepts what go-yaml
+//! accepts and the parser alone would refuse.
+//!
 //! The tree is built from parser events with an explicit stack, so nesting depth costs heap, not
 //! call stack. Aliases are deep clones; the node budget is checked before each clone, which stops
 //! alias bombs before they allocate.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use indexmap::IndexMap;
@@ -30,6 +35,17 @@ impl Default for Limits {
             max_depth: 256,
         }
     }
+}
+
+/// How strictly a text is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// nyl's own files (nyl.toml, targets, invocations, contracts): a duplicate key is an error.
+    Strict,
+    /// Text Helm reads or wrote, read as go-yaml (Helm, kubectl, Argo CD, Flux) reads it: the last
+    /// of duplicate keys counts (with a warning), a flow collection's lines may sit at any column,
+    /// and a tab may follow a `:`. Values and lines are the same as go-yaml gives.
+    Lenient,
 }
 
 /// The documents of a stream (empty and null documents left out) and the problems found.
@@ -357,21 +373,22 @@ struct Frame {
 
 impl MapBuild {
     /// Takes the node that follows the current key slot.
-    fn accept(&mut self, node: Node, diags: &mut Vec<Diagnostic>) {
+    fn accept(&mut self, node: Node, mode: Mode, diags: &mut Vec<Diagnostic>) {
         match std::mem::take(&mut self.slot) {
             KeySlot::Key => {
                 let msg = format!("a mapping key must be a scalar, not a {}", node.type_name());
                 diags.push(Diagnostic::new(Code::InvalidDocument, msg).at(node.prov.loc));
                 self.slot = KeySlot::Skip;
             }
-            KeySlot::Value { key, line } => self.write(key, line, node, diags),
+            KeySlot::Value { key, line } => self.write(key, line, node, mode, diags),
             KeySlot::Merge { line } => self.merge(node, line, diags),
             KeySlot::Skip => {}
         }
     }
 
-    /// An explicit entry: it replaces a merged one, and a second explicit one is a duplicate.
-    fn write(&mut self, key: String, line: u32, node: Node, diags: &mut Vec<Diagnostic>) {
+    /// An explicit entry: it replaces a merged one, and a second explicit one is a duplicate (an
+    /// error that keeps the first, or when lenient a warning that keeps the last, as go-yaml does).
+    fn write(&mut self, key: String, line: u32, node: Node, mode: Mode, diags: &mut Vec<Diagnostic>) {
         let loc = Loc::new(node.prov.loc.file, line);
         let member = Member {
             node,
@@ -381,11 +398,19 @@ impl MapBuild {
             Some(Member {
                 written_at: Some(first),
                 ..
-            }) => {
+            }) if mode == Mode::Strict => {
                 let msg = format!(
                     "duplicate key {key:?} (first written on line {first}); the first one is kept"
                 );
                 diags.push(Diagnostic::new(Code::DuplicateKey, msg).at(loc));
+            }
+            Some(written) if written.written_at.is_some() => {
+                let first = written.written_at.unwrap_or(line);
+                let msg = format!(
+                    "duplicate key {key:?} (first written on line {first}); the last one counts, as in Helm and kubectl"
+                );
+                diags.push(Diagnostic::new(Code::DuplicateKeyLastWins, msg).at(loc));
+                *written = member;
             }
             Some(merged) => *merged = member,
             None => {
@@ -436,6 +461,7 @@ fn into_map(value: Value) -> Option<Map> {
 struct Builder<'a> {
     file: FileId,
     limits: &'a Limits,
+    mode: Mode,
     docs: Vec<Node>,
     diags: Vec<Diagnostic>,
     stack: Vec<Frame>,
@@ -448,10 +474,11 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    fn new(file: FileId, limits: &'a Limits) -> Self {
+    fn new(file: FileId, limits: &'a Limits, mode: Mode) -> Self {
         Builder {
             file,
             limits,
+            mode,
             docs: Vec::new(),
             diags: Vec::new(),
             stack: Vec::new(),
@@ -682,7 +709,7 @@ impl<'a> Builder<'a> {
         frame.height = frame.height.max(built.height + 1);
         match &mut frame.kind {
             Kind::Seq(items) => items.push(built.node),
-            Kind::Map(map) => map.accept(built.node, &mut self.diags),
+            Kind::Map(map) => map.accept(built.node, self.mode, &mut self.diags),
         }
     }
 }
@@ -707,33 +734,153 @@ fn scan_error(e: &ScanError, file: FileId, first_line: u32) -> Diagnostic {
     diag.at(Loc::new(file, line_of(e.marker().line(), first_line)))
 }
 
-/// Parses every document of a YAML stream. A syntax error stops the stream and returns no
-/// documents; other problems are reported and parsing goes on.
+/// Parses every document of a YAML stream, strictly. A syntax error stops the stream and returns
+/// no documents; other problems are reported and parsing goes on.
 pub fn parse_stream(text: &str, file: FileId, limits: &Limits) -> Parsed {
-    parse_stream_from(text, file, 1, limits)
+    parse_stream_from(text, file, 1, limits, Mode::Strict)
 }
 
-/// Like [`parse_stream`], for text that starts at line `first_line` of its file.
-pub fn parse_stream_from(text: &str, file: FileId, first_line: u32, limits: &Limits) -> Parsed {
-    let mut builder = Builder::new(file, limits);
+/// Like [`parse_stream`], for text that starts at line `first_line` of its file, in `mode`.
+pub fn parse_stream_from(
+    text: &str,
+    file: FileId,
+    first_line: u32,
+    limits: &Limits,
+    mode: Mode,
+) -> Parsed {
+    let mut text = Cow::Borrowed(text);
+    // Each retry moves one token right or turns one tab into a space, so this bound is never
+    // reached by text that go-yaml reads; it only caps the work on text nobody can read.
+    let mut retries = 16 + 8 * text.lines().count();
+    loop {
+        match parse_once(&text, file, first_line, limits, mode) {
+            Ok(parsed) => return parsed,
+            Err((parsed, error)) => {
+                let relaxed = match (mode, retries) {
+                    (Mode::Lenient, 1..) => relax(&text, &error),
+                    _ => None,
+                };
+                match relaxed {
+                    Some(relaxed) => {
+                        retries -= 1;
+                        text = Cow::Owned(relaxed);
+                    }
+                    None => return parsed,
+                }
+            }
+        }
+    }
+}
+
+/// One pass of the parser; a syntax error returns what was reported with the parser's error.
+fn parse_once(
+    text: &str,
+    file: FileId,
+    first_line: u32,
+    limits: &Limits,
+    mode: Mode,
+) -> Result<Parsed, (Parsed, Option<ScanError>)> {
+    let mut builder = Builder::new(file, limits, mode);
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {
-        let step = match next {
-            Ok((event, span)) => builder.event(event, line_of(span.start.line(), first_line)),
-            Err(e) => Err(scan_error(&e, file, first_line)),
+        let (step, error) = match next {
+            Ok((event, span)) => (
+                builder.event(event, line_of(span.start.line(), first_line)),
+                None,
+            ),
+            Err(e) => (Err(scan_error(&e, file, first_line)), Some(e)),
         };
         if let Err(diag) = step {
             builder.diags.push(diag);
-            return Parsed {
+            let parsed = Parsed {
                 docs: Vec::new(),
                 diagnostics: builder.diags,
             };
+            return Err((parsed, error));
         }
     }
-    Parsed {
+    Ok(Parsed {
         docs: builder.docs,
         diagnostics: builder.diags,
+    })
+}
+
+/// `text` changed so that the parser accepts what go-yaml accepts at `error`, with every value
+/// and line as go-yaml reads them; `None` when go-yaml refuses it too.
+/// - A tab after a `:` is separation to go-yaml: it becomes a space.
+/// - The parser's indentation errors arise only inside flow collections (`[ ]`, `{ }`) and quoted
+///   scalars, where go-yaml checks no indentation. Moving a line right changes nothing there
+///   (quoted and plain scalars fold a line's leading spaces away): a token moves to twice its
+///   column until the parser takes it, a quoted scalar's lines to the column after its quote.
+fn relax(text: &str, error: &Option<ScanError>) -> Option<String> {
+    let error = error.as_ref()?;
+    let line = error.marker().line().checked_sub(1)?;
+    let line_start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+    let rest = text.get(line_start..)?;
+    let col = error.marker().col();
+    let at = line_start + rest.char_indices().nth(col).map_or(rest.len(), |(i, _)| i);
+    let head = &text[line_start..at];
+    // The span `from..at` of `text` is replaced.
+    let (from, replacement) = match error.info() {
+        "':' must be followed by a valid YAML whitespace" => {
+            let gap = head.len() - head.trim_end_matches([' ', '\t']).len();
+            let separated = head[..head.len() - gap].ends_with(':') && head[head.len() - gap..].contains('\t');
+            if !separated {
+                return None;
+            }
+            (at - gap, " ".repeat(gap))
+        }
+        "invalid indentation" | "invalid indentation in flow construct"
+            if head.chars().all(|c| c == ' ' || c == '\t') =>
+        {
+            (at, " ".repeat(col.max(1)))
+        }
+        "invalid indentation in quoted scalar" => return indent_quoted(text, at, col),
+        _ => return None,
+    };
+    Some(format!("{}{replacement}{}", &text[..from], &text[at..]))
+}
+
+/// `text` with the lines of the quoted scalar that starts at byte `at` (column `col`) moved
+/// right of the quote; `None` when no line needed it.
+fn indent_quoted(text: &str, at: usize, col: usize) -> Option<String> {
+    let quote = text[at..].chars().next().filter(|c| matches!(c, '"' | '\''))?;
+    // The closing quote: escapes are `\x` in double quotes and `''` in single quotes.
+    let body = &text[at + 1..];
+    let mut chars = body.char_indices().peekable();
+    let mut end = body.len();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' if quote == '"' => {
+                chars.next();
+            }
+            '\'' if quote == '\'' && chars.peek().is_some_and(|&(_, n)| n == '\'') => {
+                chars.next();
+            }
+            c if c == quote => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
     }
+    let scalar_end = at + 1 + end;
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut offset = 0;
+    let mut moved = false;
+    for line in text.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let indent = line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
+            .chars()
+            .count();
+        if start > at && start < scalar_end && !line.trim().is_empty() && indent <= col {
+            out.push_str(&" ".repeat(col + 1 - indent));
+            moved = true;
+        }
+        out.push_str(line);
+    }
+    moved.then_some(out)
 }
 
 #[cfg(test)]
@@ -958,6 +1105,72 @@ mod tests {
         );
         // Keys that stringify alike are duplicates too, as they are after JSON conversion.
         assert_eq!(codes(&parse("010: a\n8: b\n")), [Code::DuplicateKey]);
+    }
+
+    fn lenient(text: &str) -> Parsed {
+        parse_stream_from(text, FileId(0), 1, &Limits::default(), Mode::Lenient)
+    }
+
+    #[test]
+    fn when_lenient_a_duplicate_key_warns_and_the_last_value_counts() {
+        let parsed = lenient("a: 1\nb:\n  x: 1\n  z: 2\n  x: 3\na: 4\n");
+        assert_eq!(codes(&parsed), [Code::DuplicateKeyLastWins; 2]);
+        assert!(parsed.diagnostics.iter().all(|d| !d.is_error()));
+        assert_eq!(line_of_diag(&parsed, 0), 5);
+        assert!(parsed.diagnostics[0].message.contains("\"x\" (first written on line 3)"));
+        assert_eq!(
+            parsed.docs[0].to_json(),
+            json!({"a": 4, "b": {"x": 3, "z": 2}})
+        );
+        assert_eq!(parsed.docs[0].get("a").unwrap().prov.loc.line, 6);
+    }
+
+    #[test]
+    fn when_lenient_a_flow_collection_may_sit_at_any_column() {
+        // As go-yaml reads them (checked with helm 4.3.1): no indentation inside `[ ]` and `{ }`.
+        let cases = [
+            ("command: [\n  \"sh\",\n  \"-c\"\n]\n", json!({"command": ["sh", "-c"]})),
+            (
+                "s:\n  command: [\n  \"sh\",\n  \"-c\"\n  ]\nt: 1\n",
+                json!({"s": {"command": ["sh", "-c"]}, "t": 1}),
+            ),
+            (
+                "a:\n  b:\n    c: {\nx: \"multi\n line\",\n w: plain\n  words\n }\n",
+                json!({"a": {"b": {"c": {"x": "multi line", "w": "plain words"}}}}),
+            ),
+            ("a: [\n\"x\"]\nb: {\n}\n", json!({"a": ["x"], "b": {}})),
+            (
+                "a:\n  b: \"x\n y\n\n  \\\"z\\\"\"\n  c: 'p\nq''\n'\n",
+                json!({"a": {"b": "x y\n\"z\"", "c": "p q'"}}),
+            ),
+        ];
+        for (text, want) in cases {
+            let parsed = lenient(text);
+            assert!(parsed.diagnostics.is_empty(), "{text:?}: {:?}", parsed.diagnostics);
+            assert_eq!(parsed.docs[0].to_json(), want, "{text:?}");
+            assert_eq!(codes(&parse(text)), [Code::YamlSyntax], "strict: {text:?}");
+        }
+        let parsed = lenient("s:\n  command: [\n  \"sh\",\n  ]\nt:\n  u: 1\n");
+        assert_eq!(parsed.docs[0].get("t").unwrap().get("u").unwrap().prov.loc.line, 6);
+    }
+
+    #[test]
+    fn when_lenient_a_tab_may_follow_a_colon() {
+        let parsed = lenient("a:\tb\nm: {k:\t\tv, p: \"x\\ty\"}\nl: [1,\t2]\nq: \"c:\td\"\n");
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        assert_eq!(
+            parsed.docs[0].to_json(),
+            json!({"a": "b", "m": {"k": "v", "p": "x\ty"}, "l": [1, 2], "q": "c:\td"})
+        );
+        assert_eq!(codes(&parse("a:\tb\n")), [Code::YamlSyntax]);
+    }
+
+    #[test]
+    fn when_lenient_what_go_yaml_refuses_stays_a_syntax_error() {
+        // go-yaml refuses tabs as block indentation too, and a misindented block key.
+        for text in ["a:\n\tb\n", "a:\n  b: 1\n c: 2\n", "a: [1, 2\n"] {
+            assert_eq!(codes(&lenient(text)), [Code::YamlSyntax], "{text:?}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::diagnostics::Diagnostic;
 use crate::provenance::FileId;
 use crate::value::Node;
 
-use super::read::{parse_stream_from, Limits};
+use super::read::{parse_stream_from, Limits, Mode};
 
 /// One document of a stream: its value and its text.
 #[derive(Clone, Debug)]
@@ -88,12 +88,21 @@ pub fn parse_documents(
     text: &str,
     file: FileId,
     limits: &Limits,
+    mode: Mode,
 ) -> (Vec<Document>, Vec<Diagnostic>) {
     let mut docs = Vec::new();
     let mut diags = Vec::new();
     for (line, chunk) in chunks(text) {
-        let parsed = parse_stream_from(chunk, file, line, limits);
-        diags.extend(parsed.diagnostics);
+        let parsed = parse_stream_from(chunk, file, line, limits, mode);
+        // In Helm's output, the `# Source:` comment names the template a problem comes from.
+        let source = chunk
+            .lines()
+            .find_map(|l| l.strip_prefix("# Source: "))
+            .map(|template| format!("template {}", template.trim()));
+        diags.extend(parsed.diagnostics.into_iter().map(|d| match (&source, &d.object) {
+            (Some(template), None) => d.object(template.clone()),
+            _ => d,
+        }));
         let text = body(chunk);
         for node in parsed.docs {
             docs.push(Document {
@@ -110,7 +119,7 @@ mod tests {
     use super::*;
 
     fn docs(text: &str) -> Vec<(u32, String)> {
-        let (docs, diags) = parse_documents(text, FileId(0), &Limits::default());
+        let (docs, diags) = parse_documents(text, FileId(0), &Limits::default(), Mode::Strict);
         assert!(diags.is_empty(), "{diags:?}");
         docs.into_iter()
             .map(|d| (d.node.prov.loc.line, d.text))
@@ -145,7 +154,7 @@ mod tests {
     #[test]
     fn a_marker_with_content_still_parses() {
         let text = "--- |\n  block\n--- # comment\nx: 1\n...\n";
-        let (docs, diags) = parse_documents(text, FileId(0), &Limits::default());
+        let (docs, diags) = parse_documents(text, FileId(0), &Limits::default(), Mode::Strict);
         assert!(diags.is_empty(), "{diags:?}");
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[0].node.as_str(), Some("block\n"));
@@ -170,7 +179,7 @@ mod tests {
     #[test]
     fn errors_carry_the_line_in_the_whole_file() {
         let text = "a: 1\n---\nb: [\n";
-        let (_, diags) = parse_documents(text, FileId(0), &Limits::default());
+        let (_, diags) = parse_documents(text, FileId(0), &Limits::default(), Mode::Strict);
         assert!(diags[0].loc.unwrap().line >= 3, "{diags:?}");
     }
 }
