@@ -874,7 +874,7 @@ fn indent_quoted(text: &str, at: usize, col: usize) -> Option<String> {
         let indent = line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
             .chars()
             .count();
-        if start > at && start < scalar_end && !line.trim().is_empty() && indent <= col {
+        if start > at && start <= scalar_end && !line.trim().is_empty() && indent <= col {
             out.push_str(&" ".repeat(col + 1 - indent));
             moved = true;
         }
