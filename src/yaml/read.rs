@@ -1141,7 +1141,7 @@ mod tests {
             ("a: [\n\"x\"]\nb: {\n}\n", json!({"a": ["x"], "b": {}})),
             (
                 "a:\n  b: \"x\n y\n\n  \\\"z\\\"\"\n  c: 'p\nq''\n'\n",
-                json!({"a": {"b": "x y\n\"z\"", "c": "p q'"}}),
+                json!({"a": {"b": "x y\n\"z\"", "c": "p q' "}}),
             ),
         ];
         for (text, want) in cases {
