@@ -5,7 +5,6 @@ use std::path::Path;
 
 use crate::components::{self, Chart};
 use crate::diagnostics::{Code, Diagnostic};
-use crate::yaml::Mode;
 use crate::layouts::{self, Bindings, Layout};
 use crate::merge::merge;
 use crate::objects::{self, Invocation, NameRule};
@@ -13,6 +12,7 @@ use crate::pipeline::{ChartSpec, Entry, ExplainLayer, Release, Session};
 use crate::provenance::{Layer, Loc, ObjectRef, Prov};
 use crate::report::InvocationValues;
 use crate::value::{Map, Node, Value};
+use crate::yaml::Mode;
 
 /// A layout app found on disk.
 #[derive(Clone, Debug)]

@@ -209,7 +209,7 @@ impl Tree<'_> {
             pending.retain(|&i| self.admit(i) && self.schema_ok(i));
             let values: Vec<String> = pending
                 .iter()
-                .map(|&i| self.jobs[i].release.values.values.to_json().to_string())
+                .map(|&i| crate::yaml::to_helm_json(&self.jobs[i].release.values.values.to_json()))
                 .collect();
             let templates: Vec<Template<'_>> = pending
                 .iter()
@@ -334,7 +334,10 @@ impl Tree<'_> {
             "{} (helm output of {}/{})",
             v.chart, v.namespace, v.name
         ));
-        let (docs, problems) = self.session.project.parse_documents(output, file, Mode::Lenient);
+        let (docs, problems) = self
+            .session
+            .project
+            .parse_documents(output, file, Mode::Lenient);
         let failed = problems.iter().any(Diagnostic::is_error);
         self.session.diagnostics.extend(problems);
         if failed {

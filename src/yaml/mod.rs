@@ -1,9 +1,12 @@
-//! YAML as Helm reads it (YAML 1.1 scalars, merge keys), into and out of the value tree.
+//! YAML as Helm reads it (YAML 1.1 scalars, merge keys), into and out of the value tree, and
+//! values as Helm must receive them.
 
+mod json;
 mod read;
 mod split;
 mod write;
 
+pub use json::to_helm_json;
 pub use read::{parse_stream, parse_stream_from, resolve_plain, Limits, Mode, Parsed, Scalar};
 pub use split::{parse_documents, Document};
 pub use write::to_yaml;

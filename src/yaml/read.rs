@@ -388,7 +388,14 @@ impl MapBuild {
 
     /// An explicit entry: it replaces a merged one, and a second explicit one is a duplicate (an
     /// error that keeps the first, or when lenient a warning that keeps the last, as go-yaml does).
-    fn write(&mut self, key: String, line: u32, node: Node, mode: Mode, diags: &mut Vec<Diagnostic>) {
+    fn write(
+        &mut self,
+        key: String,
+        line: u32,
+        node: Node,
+        mode: Mode,
+        diags: &mut Vec<Diagnostic>,
+    ) {
         let loc = Loc::new(node.prov.loc.file, line);
         let member = Member {
             node,
@@ -824,7 +831,8 @@ fn relax(text: &str, error: &Option<ScanError>) -> Option<String> {
     let (from, replacement) = match error.info() {
         "':' must be followed by a valid YAML whitespace" => {
             let gap = head.len() - head.trim_end_matches([' ', '\t']).len();
-            let separated = head[..head.len() - gap].ends_with(':') && head[head.len() - gap..].contains('\t');
+            let separated =
+                head[..head.len() - gap].ends_with(':') && head[head.len() - gap..].contains('\t');
             if !separated {
                 return None;
             }
@@ -844,7 +852,10 @@ fn relax(text: &str, error: &Option<ScanError>) -> Option<String> {
 /// `text` with the lines of the quoted scalar that starts at byte `at` (column `col`) moved
 /// right of the quote; `None` when no line needed it.
 fn indent_quoted(text: &str, at: usize, col: usize) -> Option<String> {
-    let quote = text[at..].chars().next().filter(|c| matches!(c, '"' | '\''))?;
+    let quote = text[at..]
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '"' | '\''))?;
     // The closing quote: escapes are `\x` in double quotes and `''` in single quotes.
     let body = &text[at + 1..];
     let mut chars = body.char_indices().peekable();
@@ -1117,7 +1128,9 @@ mod tests {
         assert_eq!(codes(&parsed), [Code::DuplicateKeyLastWins; 2]);
         assert!(parsed.diagnostics.iter().all(|d| !d.is_error()));
         assert_eq!(line_of_diag(&parsed, 0), 5);
-        assert!(parsed.diagnostics[0].message.contains("\"x\" (first written on line 3)"));
+        assert!(parsed.diagnostics[0]
+            .message
+            .contains("\"x\" (first written on line 3)"));
         assert_eq!(
             parsed.docs[0].to_json(),
             json!({"a": 4, "b": {"x": 3, "z": 2}})
@@ -1129,7 +1142,10 @@ mod tests {
     fn when_lenient_a_flow_collection_may_sit_at_any_column() {
         // As go-yaml reads them (checked with helm 4.3.1): no indentation inside `[ ]` and `{ }`.
         let cases = [
-            ("command: [\n  \"sh\",\n  \"-c\"\n]\n", json!({"command": ["sh", "-c"]})),
+            (
+                "command: [\n  \"sh\",\n  \"-c\"\n]\n",
+                json!({"command": ["sh", "-c"]}),
+            ),
             (
                 "s:\n  command: [\n  \"sh\",\n  \"-c\"\n  ]\nt: 1\n",
                 json!({"s": {"command": ["sh", "-c"]}, "t": 1}),
@@ -1146,12 +1162,26 @@ mod tests {
         ];
         for (text, want) in cases {
             let parsed = lenient(text);
-            assert!(parsed.diagnostics.is_empty(), "{text:?}: {:?}", parsed.diagnostics);
+            assert!(
+                parsed.diagnostics.is_empty(),
+                "{text:?}: {:?}",
+                parsed.diagnostics
+            );
             assert_eq!(parsed.docs[0].to_json(), want, "{text:?}");
             assert_eq!(codes(&parse(text)), [Code::YamlSyntax], "strict: {text:?}");
         }
         let parsed = lenient("s:\n  command: [\n  \"sh\",\n  ]\nt:\n  u: 1\n");
-        assert_eq!(parsed.docs[0].get("t").unwrap().get("u").unwrap().prov.loc.line, 6);
+        assert_eq!(
+            parsed.docs[0]
+                .get("t")
+                .unwrap()
+                .get("u")
+                .unwrap()
+                .prov
+                .loc
+                .line,
+            6
+        );
     }
 
     #[test]

@@ -99,10 +99,15 @@ pub fn parse_documents(
             .lines()
             .find_map(|l| l.strip_prefix("# Source: "))
             .map(|template| format!("template {}", template.trim()));
-        diags.extend(parsed.diagnostics.into_iter().map(|d| match (&source, &d.object) {
-            (Some(template), None) => d.object(template.clone()),
-            _ => d,
-        }));
+        diags.extend(
+            parsed
+                .diagnostics
+                .into_iter()
+                .map(|d| match (&source, &d.object) {
+                    (Some(template), None) => d.object(template.clone()),
+                    _ => d,
+                }),
+        );
         let text = body(chunk);
         for node in parsed.docs {
             docs.push(Document {

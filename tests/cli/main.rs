@@ -14,6 +14,7 @@ mod coalesce;
 mod diff;
 mod flux;
 mod helm_process;
+mod helm_values;
 mod remote;
 mod schemas;
 mod tree;
