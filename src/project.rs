@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use tracing::debug;
 
-use crate::coalesce::ChartValues;
+use crate::coalesce::{self, ChartValues, Dependency, Import};
 use crate::components::{self, Contract};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::layouts;
@@ -151,16 +151,32 @@ impl Project {
     }
 
     fn load_chart_values(&mut self, dir: &Path) -> Result<ChartValues, Vec<Diagnostic>> {
-        let mut chart = ChartValues::default();
+        let meta = self
+            .read_helm_yaml(&dir.join("Chart.yaml"))?
+            .into_iter()
+            .next();
+        let meta = meta.as_ref();
+        let name = meta.and_then(|m| m.get("name")).and_then(Node::as_str);
+        let mut chart = ChartValues {
+            name: name.map_or_else(
+                || {
+                    dir.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned()
+                },
+                str::to_string,
+            ),
+            dependencies: meta
+                .and_then(|m| m.get("dependencies"))
+                .and_then(Node::as_seq)
+                .map(|deps| deps.iter().map(dependency).collect()),
+            ..ChartValues::default()
+        };
         let values = dir.join("values.yaml");
         if values.is_file() {
-            let (_, docs, problems) = self.read_documents_as(&values, Mode::Lenient);
-            let (warnings, errors) = problems.into_iter().partition(|d| !d.is_error());
-            self.warnings.extend::<Vec<_>>(warnings);
-            if !errors.is_empty() {
-                return Err(errors);
-            }
-            chart.defaults = docs.into_iter().next().map(|d| d.node).map(|mut d| {
+            let docs = self.read_helm_yaml(&values)?;
+            chart.defaults = coalesce::merge_documents(docs).map(|mut d| {
                 d.set_layer(Layer::ChartDefault);
                 d
             });
@@ -176,15 +192,23 @@ impl Project {
             .unwrap_or_default();
         subcharts.sort();
         for sub in subcharts {
-            let name = chart_name(&sub).unwrap_or_else(|| {
-                sub.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned()
-            });
-            chart.subcharts.push((name, self.load_chart_values(&sub)?));
+            chart.subcharts.push(self.load_chart_values(&sub)?);
         }
         Ok(chart)
+    }
+
+    /// Reads a file Helm reads, leniently: its errors, or its documents (its warnings kept for
+    /// the session).
+    fn read_helm_yaml(&mut self, path: &Path) -> Result<Vec<Node>, Vec<Diagnostic>> {
+        let (_, docs, problems) = self.read_documents_as(path, Mode::Lenient);
+        let (warnings, errors): (Vec<_>, Vec<_>) =
+            problems.into_iter().partition(|d| !d.is_error());
+        self.warnings.extend(warnings);
+        if errors.is_empty() {
+            Ok(docs.into_iter().map(|d| d.node).collect())
+        } else {
+            Err(errors)
+        }
     }
 
     /// The names `--target` accepts: every DeploymentTarget, and every Cluster no
@@ -526,14 +550,43 @@ enum ContractState {
     Broken,
 }
 
-/// The `name` of a chart's `Chart.yaml`.
-fn chart_name(dir: &Path) -> Option<String> {
-    let text = fs::read_to_string(dir.join("Chart.yaml")).ok()?;
-    let doc = yaml::parse_stream(&text, FileId(0), &Limits::default())
-        .docs
-        .into_iter()
-        .next()?;
-    doc.get("name").and_then(Node::as_str).map(str::to_string)
+/// One entry of `dependencies` in a `Chart.yaml`; what is not a string there counts as absent
+/// (Helm refuses such a chart itself).
+fn dependency(node: &Node) -> Dependency {
+    let text = |key: &str| node.get(key).and_then(Node::as_str).map(str::to_string);
+    let strings = |key: &str| -> Vec<Node> {
+        node.get(key)
+            .and_then(Node::as_seq)
+            .map(<[Node]>::to_vec)
+            .unwrap_or_default()
+    };
+    let import = |item: &Node| match &item.value {
+        Value::String(name) => Some(Import::Exports(name.clone())),
+        Value::Map(_) => Some(Import::Path {
+            child: go_string(item.get("child")),
+            parent: go_string(item.get("parent")),
+        }),
+        _ => None,
+    };
+    Dependency {
+        name: text("name").unwrap_or_default(),
+        alias: text("alias").filter(|a| !a.is_empty()),
+        condition: text("condition"),
+        tags: strings("tags")
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_string))
+            .collect(),
+        import_values: strings("import-values").iter().filter_map(import).collect(),
+    }
+}
+
+/// A value as Go's `%v` prints it, which is how Helm reads `child` and `parent`.
+fn go_string(node: Option<&Node>) -> String {
+    match node.map(|n| &n.value) {
+        None | Some(Value::Null) => "<nil>".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => node.map(|n| n.to_json().to_string()).unwrap_or_default(),
+    }
 }
 
 /// `not_regular_file` for what stands where a file was expected.
