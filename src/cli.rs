@@ -357,13 +357,17 @@ fn explain(args: ExplainArgs) -> ExitCode {
         Err((catalog, diags)) => return ExitCode::from(report_diagnostics(diags, &catalog)),
     };
     let mut text = String::new();
+    let mut coalesced = false;
     for entry in entries {
         let pipeline::Entry::Release(release) = entry else {
             continue;
         };
         let chart = match &release.chart {
             pipeline::ChartSpec::Local(dir) => match session.project.chart_values(dir) {
-                Ok(chart) => chart,
+                Ok(chart) => {
+                    coalesced = true;
+                    chart
+                }
                 Err(problems) => {
                     session.diagnostics.extend(problems);
                     continue;
@@ -382,6 +386,9 @@ fn explain(args: ExplainArgs) -> ExitCode {
         ));
     }
     session.take_project_warnings();
+    if coalesced {
+        session.diagnostics.extend(pipeline::helm_rules_check());
+    }
     let status = report_diagnostics(session.diagnostics, &session.project.catalog);
     if status != 0 {
         return ExitCode::from(status);

@@ -29,8 +29,25 @@
 //! key is merged keeping the nulls on both sides (the subchart's own coalescing deletes them one
 //! level down).
 
+use crate::diagnostics::{Code, Diagnostic};
 use crate::provenance::Prov;
 use crate::value::{Map, Node, Value};
+
+/// The Helm minor version whose rules this module follows.
+pub const HELM_RULES: (u64, u64) = (4, 3);
+
+/// `helm_rules_differ` when `version` (as `helm version` prints it) is another minor version.
+pub fn rules_warning(version: &str) -> Option<Diagnostic> {
+    let (major, minor) = HELM_RULES;
+    (crate::helm::parse_version(version) != Some(HELM_RULES)).then(|| {
+        Diagnostic::new(
+            Code::HelmRulesDiffer,
+            format!(
+                "helm is {version}, but nyl coalesces values for explain and the schema check by Helm {major}.{minor}'s rules; where they differ, Helm's render is the authority"
+            ),
+        )
+    })
+}
 
 /// A chart's defaults, its vendored subcharts and its dependencies.
 #[derive(Clone, Debug, Default)]

@@ -204,6 +204,11 @@ codes! {
     /// The `helm` binary is older than Helm 3.8, or its version cannot be read (including a
     /// `helm version` that does not answer within the Helm deadline).
     HelmVersionUnsupported = "helm_version_unsupported", Error, Usage;
+    /// The helm in use is not Helm 4.3, whose rules nyl follows when it coalesces values over
+    /// chart defaults itself (`nyl explain`, `nyl values --explain`, the `values.schema.json`
+    /// check before Helm runs). Helm changed those rules (nulls) in 4.2 and may again; where they
+    /// differ, what Helm renders is the authority. See docs/values.md.
+    HelmRulesDiffer = "helm_rules_differ", Warning, Usage;
     /// `helm template` failed for a release. The message carries Helm's own explanation (a
     /// template error, a `values.schema.json` violation, a chart that cannot be fetched).
     HelmFailed = "helm_failed", Error, Input;

@@ -351,7 +351,7 @@ fn find_on_path(name: &str, dirs: &std::ffi::OsStr) -> Option<PathBuf> {
 }
 
 /// `v3.19.0`, `v4.3.1+gabc` -> (major, minor).
-fn parse_version(text: &str) -> Option<(u64, u64)> {
+pub fn parse_version(text: &str) -> Option<(u64, u64)> {
     let mut parts = text.trim().trim_start_matches('v').split(['.', '+', '-']);
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }

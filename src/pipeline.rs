@@ -572,6 +572,20 @@ pub fn check_releases<'a>(
     }
 }
 
+/// `helm_rules_differ` when the helm that renders (`NYL_HELM`, else on `PATH`) is another minor
+/// version than the one nyl coalesces values by; nothing without a helm, which explaining values
+/// does not need.
+pub fn helm_rules_check() -> Option<Diagnostic> {
+    // Only its version is asked for, so no output budget for renders.
+    match crate::helm::Helm::locate(None, crate::helm::DEFAULT_TIMEOUT, 0) {
+        Ok(helm) => crate::coalesce::rules_warning(&helm.version),
+        Err(d) => {
+            tracing::debug!(problem = %d.message, "no helm to compare coalescing rules with");
+            None
+        }
+    }
+}
+
 /// The result of `nyl values`: the values of every release, the diagnostics, and the catalog the
 /// diagnostics point into. Fail closed: callers print `items` only without errors.
 #[derive(Default)]
@@ -620,6 +634,9 @@ pub fn values(req: &Request, with_defaults: bool) -> Outcome {
     }
     check_releases(items.iter(), &mut session.diagnostics);
     session.take_project_warnings();
+    if effective.iter().any(Option::is_some) {
+        session.diagnostics.extend(helm_rules_check());
+    }
     if items.is_empty() && !session.has_errors() {
         session.diagnostics.push(Diagnostic::new(
             Code::NoInvocations,

@@ -264,6 +264,11 @@ impl Tree<'_> {
             pending = next;
         }
         cache.finish();
+        if self.schemas.checked_any() {
+            self.session
+                .diagnostics
+                .extend(crate::coalesce::rules_warning(&helm.version));
+        }
         ok && !self.session.has_errors_after(skip)
     }
 

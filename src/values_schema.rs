@@ -18,6 +18,11 @@ use crate::report::describe;
 pub struct Schemas(HashMap<PathBuf, Option<jsonschema::Validator>>);
 
 impl Schemas {
+    /// Whether any chart's schema was checked, which coalesced values by nyl's rules.
+    pub fn checked_any(&self) -> bool {
+        self.0.values().any(Option::is_some)
+    }
+
     /// The chart's compiled schema; `None` without one, or with one nyl cannot compile (left to
     /// Helm, whose message is the authority on it).
     fn get(&mut self, dir: &Path) -> Option<&jsonschema::Validator> {

@@ -272,6 +272,7 @@ cases! {
     validate_unknown_output,
     validate_unknown_target,
     validate_warnings_pass,
+    values_explain_helm_rules_differ,
 }
 
 #[test]
