@@ -817,8 +817,9 @@ fn parse_once(
 /// - A tab after a `:` is separation to go-yaml: it becomes a space.
 /// - The parser's indentation errors arise only inside flow collections (`[ ]`, `{ }`) and quoted
 ///   scalars, where go-yaml checks no indentation. Moving a line right changes nothing there
-///   (quoted and plain scalars fold a line's leading spaces away): a token moves to twice its
-///   column until the parser takes it, a quoted scalar's lines to the column after its quote.
+///   (quoted and plain scalars fold a line's leading spaces away). A quoted scalar's lines move
+///   right of its quote; the lines from the token to the end of its flow collection move by the
+///   token's column (at least 1), so that a collection needs a few passes, not one per line.
 fn relax(text: &str, error: &Option<ScanError>) -> Option<String> {
     let error = error.as_ref()?;
     let line = error.marker().line().checked_sub(1)?;
@@ -827,39 +828,61 @@ fn relax(text: &str, error: &Option<ScanError>) -> Option<String> {
     let col = error.marker().col();
     let at = line_start + rest.char_indices().nth(col).map_or(rest.len(), |(i, _)| i);
     let head = &text[line_start..at];
-    // The span `from..at` of `text` is replaced.
-    let (from, replacement) = match error.info() {
+    match error.info() {
         "':' must be followed by a valid YAML whitespace" => {
             let gap = head.len() - head.trim_end_matches([' ', '\t']).len();
             let separated =
                 head[..head.len() - gap].ends_with(':') && head[head.len() - gap..].contains('\t');
-            if !separated {
-                return None;
-            }
-            (at - gap, " ".repeat(gap))
+            separated.then(|| format!("{}{}{}", &text[..at - gap], " ".repeat(gap), &text[at..]))
         }
         "invalid indentation" | "invalid indentation in flow construct"
             if head.chars().all(|c| c == ' ' || c == '\t') =>
         {
-            (at, " ".repeat(col.max(1)))
+            pad_lines(text, line_start..=flow_end(text, at), |_| col.max(1))
         }
-        "invalid indentation in quoted scalar" => return indent_quoted(text, at, col),
-        _ => return None,
-    };
-    Some(format!("{}{replacement}{}", &text[..from], &text[at..]))
+        "invalid indentation in quoted scalar" => {
+            let quote = text[at..]
+                .chars()
+                .next()
+                .filter(|c| matches!(c, '"' | '\''))?;
+            let end = quoted_end(text, at + 1, quote);
+            pad_lines(text, at + 1..=end, |indent| {
+                (col + 1).saturating_sub(indent)
+            })
+        }
+        _ => None,
+    }
 }
 
-/// `text` with the lines of the quoted scalar that starts at byte `at` (column `col`) moved
-/// right of the quote; `None` when no line needed it.
-fn indent_quoted(text: &str, at: usize, col: usize) -> Option<String> {
-    let quote = text[at..]
-        .chars()
-        .next()
-        .filter(|c| matches!(c, '"' | '\''))?;
-    // The closing quote: escapes are `\x` in double quotes and `''` in single quotes.
-    let body = &text[at + 1..];
-    let mut chars = body.char_indices().peekable();
-    let mut end = body.len();
+/// `text` with each line that starts inside `lines` (byte offsets) and has content moved right
+/// by `pad(its indentation in characters)` spaces; `None` when no line moved.
+fn pad_lines(
+    text: &str,
+    lines: std::ops::RangeInclusive<usize>,
+    pad: impl Fn(usize) -> usize,
+) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut start = 0;
+    let mut moved = false;
+    for line in text.split_inclusive('\n') {
+        let content = line.trim_start_matches([' ', '\t']);
+        let spaces = if lines.contains(&start) && !content.trim().is_empty() {
+            pad(line.len() - content.len())
+        } else {
+            0
+        };
+        out.extend(std::iter::repeat_n(' ', spaces));
+        out.push_str(line);
+        moved |= spaces > 0;
+        start += line.len();
+    }
+    moved.then_some(out)
+}
+
+/// The byte offset of the quote that closes a quoted scalar whose text starts at `from` (the
+/// end of `text` when none does). Escapes are `\x` in double quotes and `''` in single quotes.
+fn quoted_end(text: &str, from: usize, quote: char) -> usize {
+    let mut chars = text[from..].char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         match c {
             '\\' if quote == '"' => {
@@ -868,30 +891,62 @@ fn indent_quoted(text: &str, at: usize, col: usize) -> Option<String> {
             '\'' if quote == '\'' && chars.peek().is_some_and(|&(_, n)| n == '\'') => {
                 chars.next();
             }
-            c if c == quote => {
-                end = i;
-                break;
-            }
+            c if c == quote => return from + i,
             _ => {}
         }
     }
-    let scalar_end = at + 1 + end;
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut offset = 0;
-    let mut moved = false;
-    for line in text.split_inclusive('\n') {
-        let start = offset;
-        offset += line.len();
-        let indent = line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
-            .chars()
-            .count();
-        if start > at && start <= scalar_end && !line.trim().is_empty() && indent <= col {
-            out.push_str(&" ".repeat(col + 1 - indent));
-            moved = true;
+    text.len()
+}
+
+/// The byte offset of the bracket that closes the innermost flow collection holding the token
+/// at `at` (the end of `text` when none does). In a flow collection only quoted scalars (where
+/// they start a token), comments (after a space) and brackets matter: a plain scalar there holds
+/// no bracket.
+fn flow_end(text: &str, at: usize) -> usize {
+    let mut depth = 0usize;
+    let mut token_start = true;
+    let mut after_space = true;
+    let mut chars = text[at..].char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let space = matches!(c, ' ' | '\t' | '\r' | '\n');
+        match c {
+            '"' | '\'' if token_start => {
+                let end = quoted_end(text, at + i + c.len_utf8(), c);
+                while chars.peek().is_some_and(|&(j, _)| at + j <= end) {
+                    chars.next();
+                }
+                token_start = false;
+            }
+            '#' if after_space => {
+                while chars.peek().is_some_and(|&(_, n)| n != '\n') {
+                    chars.next();
+                }
+            }
+            '[' | '{' => {
+                depth += 1;
+                token_start = true;
+            }
+            ']' | '}' => match depth.checked_sub(1) {
+                Some(d) => {
+                    depth = d;
+                    token_start = false;
+                }
+                None => return at + i,
+            },
+            ',' => token_start = true,
+            ':' if chars.peek().is_none_or(|&(_, n)| {
+                matches!(n, ' ' | '\t' | '\r' | '\n' | ',' | '[' | ']' | '{' | '}')
+            }) =>
+            {
+                token_start = true;
+            }
+            '?' if token_start => {}
+            _ if space => {}
+            _ => token_start = false,
         }
-        out.push_str(line);
+        after_space = space;
     }
-    moved.then_some(out)
+    text.len()
 }
 
 #[cfg(test)]
@@ -1185,6 +1240,49 @@ mod tests {
     }
 
     #[test]
+    fn when_lenient_only_the_flow_collection_moves() {
+        // Brackets in quotes and comments, and an apostrophe in a plain scalar, do not end the
+        // collection early or late: the key after it stays where it was.
+        let text = concat!(
+            "a:\n  b: [\nx,\n'[it''s',  # a ] in a comment\n\"y]\", it's\n, {k: [1,\n2]}]\n",
+            "  c: 1\n",
+        );
+        let parsed = lenient(text);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let want = json!({"a": {"b": ["x", "[it's", "y]", "it's", {"k": [1, 2]}], "c": 1}});
+        assert_eq!(parsed.docs[0].to_json(), want);
+        assert_eq!(
+            parsed.docs[0]
+                .get("a")
+                .unwrap()
+                .get("c")
+                .unwrap()
+                .prov
+                .loc
+                .line,
+            8
+        );
+    }
+
+    #[test]
+    fn when_lenient_a_long_flow_collection_at_column_zero_reads() {
+        // As `toPrettyJson` output after a key prints it.
+        let mut text = String::from("a:\n  b:\n    c: {\n");
+        for i in 0..500 {
+            text.push_str(&format!("\"k{i}\": [\n{i}\n],\n"));
+        }
+        text.push_str("\"last\": true\n}\n    d: 1\n");
+        let parsed = lenient(&text);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let b = parsed.docs[0].get("a").unwrap().get("b").unwrap().to_json();
+        assert_eq!(b["c"].as_object().unwrap().len(), 501);
+        assert_eq!(
+            (b["c"]["k499"].clone(), b["d"].clone()),
+            (json!([499]), json!(1))
+        );
+    }
+
+    #[test]
     fn when_lenient_a_tab_may_follow_a_colon() {
         let parsed = lenient("a:\tb\nm: {k:\t\tv, p: \"x\\ty\"}\nl: [1,\t2]\nq: \"c:\td\"\n");
         assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
@@ -1390,6 +1488,9 @@ mod tests {
             "\n",
             "  ",
             "\t",
+            ":\t",
+            "\n]",
+            "\n}",
             "[",
             "]",
             "{",
@@ -1430,12 +1531,14 @@ mod tests {
         };
         for _ in 0..3000 {
             let text: String = (0..next(40)).map(|_| PIECES[next(PIECES.len())]).collect();
-            let parsed = parse_stream(&text, FileId(0), &limits);
-            let syntax = parsed
-                .diagnostics
-                .iter()
-                .any(|d| d.code == Code::YamlSyntax);
-            assert!(!syntax || parsed.docs.is_empty(), "{text:?}");
+            for mode in [Mode::Strict, Mode::Lenient] {
+                let parsed = parse_stream_from(&text, FileId(0), 1, &limits, mode);
+                let syntax = parsed
+                    .diagnostics
+                    .iter()
+                    .any(|d| d.code == Code::YamlSyntax);
+                assert!(!syntax || parsed.docs.is_empty(), "{text:?}");
+            }
         }
     }
 
