@@ -208,6 +208,7 @@ cases! {
     layouts_bad_config,
     lenient_invocation_stays_strict,
     lenient_render,
+    lenient_user_values,
     lenient_values_explain,
     layouts_invalid_layers,
     layouts_overlap,
