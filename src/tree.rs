@@ -404,8 +404,16 @@ fn substitution_disabled(doc: &Document) -> String {
     };
     annotations.insert(FLUX_SUBSTITUTE.into(), "disabled".into());
     let parses_to_want = |text: &str| {
-        let parsed = crate::yaml::parse_stream(text, FileId(0), &Default::default());
-        parsed.diagnostics.is_empty() && parsed.docs.len() == 1 && parsed.docs[0].to_json() == want
+        // Read as the document was (Helm's output, leniently): a warning it had is no reason to
+        // write it anew.
+        let mode = crate::yaml::Mode::Lenient;
+        let parsed = crate::yaml::parse_stream_from(text, FileId(0), 1, &Default::default(), mode);
+        !parsed
+            .diagnostics
+            .iter()
+            .any(crate::diagnostics::Diagnostic::is_error)
+            && parsed.docs.len() == 1
+            && parsed.docs[0].to_json() == want
     };
     if let Some(text) = annotated_text(&doc.text).filter(|t| parses_to_want(t)) {
         return text;
@@ -556,7 +564,8 @@ mod tests {
     use super::*;
 
     fn disabled(text: &str) -> String {
-        let doc = crate::yaml::parse_documents(text, FileId(0), &Default::default())
+        let mode = crate::yaml::Mode::Strict;
+        let doc = crate::yaml::parse_documents(text, FileId(0), &Default::default(), mode)
             .0
             .remove(0);
         substitution_disabled(&doc)
