@@ -779,6 +779,23 @@ pub fn parse_stream_from(
     }
 }
 
+/// The parser's error, and whether the innermost collection it had opened is a flow one (it may
+/// not have opened the one the error is in yet).
+struct Failure {
+    error: ScanError,
+    in_flow: bool,
+}
+
+/// Whether the collection that starts at `at` is a flow one (`[` or `{` there); `line_starts`
+/// holds the byte offset of each line of `text`.
+fn starts_flow(text: &str, line_starts: &[usize], at: &saphyr_parser::Marker) -> bool {
+    at.line()
+        .checked_sub(1)
+        .and_then(|line| line_starts.get(line))
+        .and_then(|&start| text[start..].chars().nth(at.col()))
+        .is_some_and(|c| matches!(c, '[' | '{'))
+}
+
 /// One pass of the parser; a syntax error returns what was reported with the parser's error.
 fn parse_once(
     text: &str,
@@ -786,15 +803,34 @@ fn parse_once(
     first_line: u32,
     limits: &Limits,
     mode: Mode,
-) -> Result<Parsed, (Parsed, Option<ScanError>)> {
+) -> Result<Parsed, (Parsed, Option<Failure>)> {
     let mut builder = Builder::new(file, limits, mode);
     let mut parser = Parser::new_from_str(text);
+    // Whether each open collection is a flow one, for relaxing an error (lenient reading only).
+    let mut flows: Vec<bool> = Vec::new();
+    let line_starts: Vec<usize> = match mode {
+        Mode::Strict => Vec::new(),
+        Mode::Lenient => std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect(),
+    };
     while let Some(next) = parser.next_event() {
         let (step, error) = match next {
-            Ok((event, span)) => (
-                builder.event(event, line_of(span.start.line(), first_line)),
-                None,
-            ),
+            Ok((event, span)) => {
+                if mode == Mode::Lenient {
+                    match event {
+                        Event::SequenceStart(..) | Event::MappingStart(..) => {
+                            flows.push(starts_flow(text, &line_starts, &span.start));
+                        }
+                        Event::SequenceEnd | Event::MappingEnd => {
+                            flows.pop();
+                        }
+                        _ => {}
+                    }
+                }
+                let line = line_of(span.start.line(), first_line);
+                (builder.event(event, line), None)
+            }
             Err(e) => (Err(scan_error(&e, file, first_line)), Some(e)),
         };
         if let Err(diag) = step {
@@ -803,7 +839,11 @@ fn parse_once(
                 docs: Vec::new(),
                 diagnostics: builder.diags,
             };
-            return Err((parsed, error));
+            let failure = error.map(|error| Failure {
+                error,
+                in_flow: flows.last() == Some(&true),
+            });
+            return Err((parsed, failure));
         }
     }
     Ok(Parsed {
@@ -814,14 +854,15 @@ fn parse_once(
 
 /// `text` changed so that the parser accepts what go-yaml accepts at `error`, with every value
 /// and line as go-yaml reads them; `None` when go-yaml refuses it too.
-/// - A tab after a `:` is separation to go-yaml: it becomes a space.
+/// - A tab after a `:` is separation to go-yaml: it becomes a space; so do tabs that start a line
+///   inside a flow collection, where the parser takes them for block indentation.
 /// - The parser's indentation errors arise only inside flow collections (`[ ]`, `{ }`) and quoted
 ///   scalars, where go-yaml checks no indentation. Moving a line right changes nothing there
 ///   (quoted and plain scalars fold a line's leading spaces away). A quoted scalar's lines move
 ///   right of its quote; the lines from the token to the end of its flow collection move by the
 ///   token's column (at least 1), so that a collection needs a few passes, not one per line.
-fn relax(text: &str, error: &Option<ScanError>) -> Option<String> {
-    let error = error.as_ref()?;
+fn relax(text: &str, failure: &Option<Failure>) -> Option<String> {
+    let Failure { error, in_flow } = failure.as_ref()?;
     let line = error.marker().line().checked_sub(1)?;
     let line_start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
     let rest = text.get(line_start..)?;
@@ -839,6 +880,10 @@ fn relax(text: &str, error: &Option<ScanError>) -> Option<String> {
             if head.chars().all(|c| c == ' ' || c == '\t') =>
         {
             pad_lines(text, line_start..=flow_end(text, at), |_| col.max(1))
+        }
+        "tabs disallowed within this context (block indentation)" if *in_flow => {
+            let spaces = head.replace('\t', " ");
+            (spaces != head).then(|| format!("{}{spaces}{}", &text[..line_start], &text[at..]))
         }
         "invalid indentation in quoted scalar" => {
             let quote = text[at..]
@@ -1206,7 +1251,7 @@ mod tests {
                 json!({"s": {"command": ["sh", "-c"]}, "t": 1}),
             ),
             (
-                "a:\n  b:\n    c: {\nx: \"multi\n line\",\n w: plain\n  words\n }\n",
+                "a:\n  b:\n    c: {\nx: \"multi\n line\",\n\tw: plain\n  words\n }\n",
                 json!({"a": {"b": {"c": {"x": "multi line", "w": "plain words"}}}}),
             ),
             ("a: [\n\"x\"]\nb: {\n}\n", json!({"a": ["x"], "b": {}})),
@@ -1291,6 +1336,13 @@ mod tests {
             json!({"a": "b", "m": {"k": "v", "p": "x\ty"}, "l": [1, 2], "q": "c:\td"})
         );
         assert_eq!(codes(&parse("a:\tb\n")), [Code::YamlSyntax]);
+        // Tabs that start a line in a flow collection are separation too (checked with helm 4.3.1).
+        let parsed = lenient("a:\n  c: [\n\t1,\n\t2]\n  d: {\n\tk: 1}\n");
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        assert_eq!(
+            parsed.docs[0].to_json(),
+            json!({"a": {"c": [1, 2], "d": {"k": 1}}})
+        );
     }
 
     #[test]
