@@ -88,6 +88,13 @@ codes! {
     /// A symbolic link or another file that is not a regular file stands where nyl reads files.
     /// nyl follows no links, so nothing outside the repository can be read through one.
     NotRegularFile = "not_regular_file", Error, Input;
+    /// A chart's `values.schema.json` (its own, a vendored subchart's, or one inside a packaged
+    /// `charts/*.tgz`) names something outside itself: a `$ref`, `$dynamicRef`, `$recursiveRef`
+    /// or `$id` that is not a same-document fragment (`#/$defs/x`), a `$schema` other than a
+    /// standard draft, or a `$vocabulary`. Helm would load it, a file of the machine or any URL,
+    /// so the chart is refused before Helm runs. A schema or package nyl cannot read is refused
+    /// the same way.
+    ExternalSchemaReference = "external_schema_reference", Error, Input;
     /// A rendered app is larger than `limits.max_render_bytes` (default 64 MiB).
     RenderTooLarge = "render_too_large", Error, Input;
     /// A file holds invocations or HelmCharts, but no DeploymentTarget's `spec.apps` names it, so

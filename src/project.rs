@@ -16,6 +16,7 @@ use crate::objects::{self, Cluster, Config, DeploymentTarget, DocKind, Place, Re
 use crate::provenance::{Catalog, FileId, Layer, Loc, ObjectRef, Prov};
 use crate::targets;
 use crate::value::{Node, Value};
+use crate::values_schema;
 use crate::yaml::{self, Document, Limits, Mode};
 
 pub const CONFIG_FILE: &str = "nyl.toml";
@@ -120,34 +121,51 @@ impl Project {
         loaded
     }
 
-    /// Refuses a chart directory that holds symbolic links: Helm would follow them (`.Files.Get`,
-    /// subcharts) out of the repository. Checked once per directory and run.
+    /// Refuses a chart directory that Helm would take out of the repository: one that holds
+    /// symbolic links (Helm follows them through `.Files.Get` and subcharts), or a schema, its
+    /// own or a subchart's (vendored or packaged), that refers outside itself (Helm loads what a
+    /// `$ref` names, a file or a URL). Checked once per directory and run.
     pub fn check_chart(&mut self, dir: &Path) -> Result<(), Vec<Diagnostic>> {
         if let Some(known) = self.checked_charts.get(dir) {
             return if *known { Ok(()) } else { Err(Vec::new()) };
         }
-        let links: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        let mut problems = Vec::new();
+        for entry in walkdir::WalkDir::new(dir)
+            .sort_by_file_name()
             .into_iter()
             .filter_map(Result::ok)
-            .filter(|e| e.path_is_symlink())
-            .map(walkdir::DirEntry::into_path)
-            .collect();
-        self.checked_charts
-            .insert(dir.to_path_buf(), links.is_empty());
-        if links.is_empty() {
-            return Ok(());
+        {
+            let path = entry.path();
+            let shown = self.display_path(path);
+            if entry.path_is_symlink() {
+                let file = self.catalog.add_file(shown);
+                problems.push(
+                    Diagnostic::new(
+                        Code::NotRegularFile,
+                        "a symbolic link in a chart: Helm would follow it, possibly out of the repository; vendor the file instead",
+                    )
+                    .at(Loc::new(file, 0)),
+                );
+            } else if entry.file_type().is_file()
+                && (values_schema::is_schema(path) || values_schema::is_package(path))
+            {
+                let max = self.config.limits.max_total_bytes;
+                for (file, message) in values_schema::schema_file_problems(path, &shown, max) {
+                    let file = self.catalog.add_file(file);
+                    problems.push(
+                        Diagnostic::new(Code::ExternalSchemaReference, message)
+                            .at(Loc::new(file, 0)),
+                    );
+                }
+            }
         }
-        Err(links
-            .iter()
-            .map(|link| {
-                let file = self.catalog.add_file(self.display_path(link));
-                Diagnostic::new(
-                    Code::NotRegularFile,
-                    "a symbolic link in a chart: Helm would follow it, possibly out of the repository; vendor the file instead",
-                )
-                .at(Loc::new(file, 0))
-            })
-            .collect())
+        self.checked_charts
+            .insert(dir.to_path_buf(), problems.is_empty());
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     fn load_chart_values(&mut self, dir: &Path) -> Result<ChartValues, Vec<Diagnostic>> {

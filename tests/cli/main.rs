@@ -17,6 +17,7 @@ mod helm_process;
 mod helm_values;
 mod remote;
 mod schemas;
+mod security;
 mod tree;
 
 const SEPARATOR: &str = "==> status\n";
@@ -232,6 +233,7 @@ cases! {
     render_nested,
     render_path_escape,
     render_runtime_values_top_level_only,
+    render_schema_external_ref,
     render_schema_violation,
     render_seed,
     render_values_errors_stop_helm,
