@@ -95,6 +95,12 @@ codes! {
     /// so the chart is refused before Helm runs. A schema or package nyl cannot read is refused
     /// the same way.
     ExternalSchemaReference = "external_schema_reference", Error, Input;
+    /// `[limits]` in a repository's `nyl.toml` sets a limit above the ceiling the operator set
+    /// (its `NYL_MAX_*` variable, else the default). A repository may only lower its limits; the
+    /// ceiling applies.
+    LimitAboveCeiling = "limit_above_ceiling", Warning, Input;
+    /// An `NYL_MAX_*` variable, the operator's ceiling for a limit, is not a whole number.
+    InvalidCeiling = "invalid_ceiling", Error, Usage;
     /// A rendered app is larger than `limits.max_render_bytes` (default 64 MiB).
     RenderTooLarge = "render_too_large", Error, Input;
     /// A file holds invocations or HelmCharts, but no DeploymentTarget's `spec.apps` names it, so

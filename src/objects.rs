@@ -581,13 +581,15 @@ pub struct Config {
     pub layouts: Vec<(Layout, Loc)>,
 }
 
-/// `[limits]` of `nyl.toml`: bounds on what one run reads and writes.
+/// Bounds on what one run reads and keeps. The operator sets each (`NYL_MAX_*` in the
+/// environment, else the default); `[limits]` of a repository's `nyl.toml` may only lower them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub max_file_bytes: u64,
     pub max_files: u64,
     pub max_total_bytes: u64,
     pub max_nodes: u64,
+    pub max_value_bytes: u64,
     pub max_render_bytes: u64,
     /// Lowers the operator's `--helm-timeout` (`NYL_HELM_TIMEOUT`); it can never raise it.
     pub helm_timeout_seconds: Option<u64>,
@@ -599,9 +601,62 @@ impl Default for Limits {
             max_file_bytes: 4 << 20,
             max_files: 2000,
             max_total_bytes: 64 << 20,
-            max_nodes: 500_000,
+            max_nodes: 1_000_000,
+            max_value_bytes: 64 << 20,
             max_render_bytes: 64 << 20,
             helm_timeout_seconds: None,
+        }
+    }
+}
+
+impl Limits {
+    /// Each limit by its name (its key in `[limits]`).
+    fn entries_mut(&mut self) -> [(&'static str, &mut u64); 6] {
+        [
+            ("max_file_bytes", &mut self.max_file_bytes),
+            ("max_files", &mut self.max_files),
+            ("max_total_bytes", &mut self.max_total_bytes),
+            ("max_nodes", &mut self.max_nodes),
+            ("max_value_bytes", &mut self.max_value_bytes),
+            ("max_render_bytes", &mut self.max_render_bytes),
+        ]
+    }
+
+    /// The environment variable by which the operator sets the limit `name`.
+    pub fn variable(name: &str) -> String {
+        format!("NYL_{}", name.to_ascii_uppercase())
+    }
+
+    /// A limit as messages name it: `limits.NAME (VALUE)` and who sets it.
+    pub fn describe(name: &str, value: u64) -> String {
+        format!(
+            "limits.{name} ({value}; the operator's {} sets it, [limits] in nyl.toml may lower it)",
+            Limits::variable(name)
+        )
+    }
+
+    /// The operator's ceilings: each default replaced by its `NYL_MAX_*` variable where `env`
+    /// has one. A variable that is not a whole number is an error: a ceiling is never guessed.
+    pub fn ceilings(env: &dyn Fn(&str) -> Option<String>) -> Result<Limits, Vec<Diagnostic>> {
+        let mut limits = Limits::default();
+        let mut problems = Vec::new();
+        for (name, value) in limits.entries_mut() {
+            let variable = Limits::variable(name);
+            let Some(text) = env(&variable) else {
+                continue;
+            };
+            match text.trim().parse() {
+                Ok(n) => *value = n,
+                Err(_) => problems.push(Diagnostic::new(
+                    Code::InvalidCeiling,
+                    format!("{variable}={text:?} is not a whole number of {name}"),
+                )),
+            }
+        }
+        if problems.is_empty() {
+            Ok(limits)
+        } else {
+            Err(problems)
         }
     }
 }
@@ -623,8 +678,9 @@ impl Default for Config {
 const DEFAULT_COMPONENTS: &str = "components";
 const DEFAULT_TARGETS: &str = "targets";
 
-/// Decodes `nyl.toml` (already turned into a value tree).
-pub fn config(doc: &Node) -> Result<Config, Vec<Diagnostic>> {
+/// Decodes `nyl.toml` (already turned into a value tree), its `[limits]` held to the operator's
+/// `ceilings`: a limit above its ceiling is clamped to it, with a warning (beside the config).
+pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>), Vec<Diagnostic>> {
     check_shape(doc, &schema::CONFIG, Some("nyl.toml"))?;
     let project = doc.field("project");
     let paths = |key: &str, default: &str| match project.and_then(|p| p.field(key)) {
@@ -640,17 +696,40 @@ pub fn config(doc: &Node) -> Result<Config, Vec<Diagnostic>> {
                 .collect()
         })
         .unwrap_or_default();
-    let limits = doc.field("limits");
-    let number = |key: &str| {
-        limits
-            .and_then(|l| l.field(key))
-            .and_then(|n| match &n.value {
-                Value::Number(n) => n.as_u64(),
-                _ => None,
-            })
-    };
-    let limit = |key: &str, default: u64| number(key).unwrap_or(default);
-    let d = Limits::default();
+    let mut limits = *ceilings;
+    let mut warnings = Vec::new();
+    for (name, ceiling) in limits.entries_mut() {
+        let Some(node) = doc.field("limits").and_then(|l| l.field(name)) else {
+            continue;
+        };
+        let Value::Number(n) = &node.value else {
+            continue;
+        };
+        match n.as_u64() {
+            Some(n) if n > *ceiling => warnings.push(
+                Diagnostic::new(
+                    Code::LimitAboveCeiling,
+                    format!(
+                        "limits.{name} = {n} is above the ceiling {ceiling} the operator set \
+                         ({}, else the default); {ceiling} applies",
+                        Limits::variable(name)
+                    ),
+                )
+                .at(node.prov.loc)
+                .object("nyl.toml"),
+            ),
+            Some(n) => *ceiling = n,
+            None => {}
+        }
+    }
+    // Held to the operator's --helm-timeout where the render applies it.
+    limits.helm_timeout_seconds = doc
+        .field("limits")
+        .and_then(|l| l.field("helm_timeout_seconds"))
+        .and_then(|n| match &n.value {
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        });
     let layouts = doc
         .field("layouts")
         .and_then(Node::as_seq)
@@ -674,23 +753,17 @@ pub fn config(doc: &Node) -> Result<Config, Vec<Diagnostic>> {
             (layout, l.prov.loc)
         })
         .collect();
-    Ok(Config {
+    let config = Config {
         layouts,
-        limits: Limits {
-            max_file_bytes: limit("max_file_bytes", d.max_file_bytes),
-            max_files: limit("max_files", d.max_files),
-            max_total_bytes: limit("max_total_bytes", d.max_total_bytes),
-            max_nodes: limit("max_nodes", d.max_nodes),
-            max_render_bytes: limit("max_render_bytes", d.max_render_bytes),
-            helm_timeout_seconds: number("helm_timeout_seconds"),
-        },
+        limits,
         components_search_paths: paths("components_search_paths", DEFAULT_COMPONENTS),
         targets_search_paths: paths("targets_search_paths", DEFAULT_TARGETS),
         targets_search_paths_set: project
             .and_then(|p| p.field("targets_search_paths"))
             .is_some(),
         aliases,
-    })
+    };
+    Ok((config, warnings))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

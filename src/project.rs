@@ -48,6 +48,8 @@ pub struct Project {
     /// Warnings of files read leniently outside a session's own reads (chart values, which are
     /// read once and cached); the session reports them.
     pub warnings: Vec<Diagnostic>,
+    /// What every parse of the run may keep, together (`max_nodes`, `max_value_bytes`).
+    budget: Limits,
 }
 
 /// The nearest directory at or above `start` that holds `nyl.toml`.
@@ -86,10 +88,14 @@ impl Project {
         let mut catalog = Catalog::default();
         // Everything else depends on nyl.toml (search paths, aliases): a broken one stops the run
         // rather than producing errors that are only its consequences.
-        let config = match load_config(&root, &mut catalog) {
-            Ok(config) => config,
+        let (config, warnings) = match load_config(&root, &mut catalog) {
+            Ok(loaded) => loaded,
             Err(problems) => return Err((catalog, problems)),
         };
+        let budget = Limits::new(
+            usize::try_from(config.limits.max_nodes).unwrap_or(usize::MAX),
+            usize::try_from(config.limits.max_value_bytes).unwrap_or(usize::MAX),
+        );
         let mut project = Project {
             root,
             config,
@@ -102,8 +108,9 @@ impl Project {
             warnings: Vec::new(),
             files_read: 0,
             bytes_read: 0,
+            budget,
         };
-        let mut diags = Vec::new();
+        let mut diags = warnings;
         project.load_targets(&mut diags);
         diags.extend(targets::check_unique(&project.clusters, &project.targets));
         Ok((project, diags))
@@ -280,9 +287,9 @@ impl Project {
             return fail(Diagnostic::new(
                 Code::FileTooLarge,
                 format!(
-                    "the file has {} bytes, more than limits.max_file_bytes ({}) in {CONFIG_FILE}",
+                    "the file has {} bytes, more than {}",
                     meta.len(),
-                    limits.max_file_bytes
+                    objects::Limits::describe("max_file_bytes", limits.max_file_bytes)
                 ),
             ));
         }
@@ -298,8 +305,8 @@ impl Project {
             return fail(Diagnostic::new(
                 Code::TooManyFiles,
                 format!(
-                    "more than limits.max_files ({}) YAML files to read; raise it in {CONFIG_FILE}",
-                    limits.max_files
+                    "more YAML files to read than {}",
+                    objects::Limits::describe("max_files", limits.max_files)
                 ),
             ));
         }
@@ -307,8 +314,8 @@ impl Project {
             return fail(Diagnostic::new(
                 Code::RepositoryTooLarge,
                 format!(
-                    "the YAML read adds up to more than limits.max_total_bytes ({}); raise it in {CONFIG_FILE}",
-                    limits.max_total_bytes
+                    "the YAML read adds up to more than {}",
+                    objects::Limits::describe("max_total_bytes", limits.max_total_bytes)
                 ),
             ));
         }
@@ -321,18 +328,29 @@ impl Project {
         }
     }
 
-    /// Parses YAML text (a file, or Helm's output) with the project's limits, in `mode`.
+    /// Reads one file for a look that keeps nothing of it (validate's scan of every file): what
+    /// its documents cost is given back to the run's budget once `look` has consumed them.
+    pub fn look_at<R>(
+        &mut self,
+        path: &Path,
+        look: impl FnOnce(&mut Project, FileId, Vec<Document>, Vec<Diagnostic>) -> R,
+    ) -> R {
+        let before = self.budget.spent();
+        let (file, docs, problems) = self.read_documents(path);
+        let out = look(self, file, docs, problems);
+        self.budget.rewind(before);
+        out
+    }
+
+    /// Parses YAML text (a file, Helm's output, a runtime parameter) within the run's budget, in
+    /// `mode`.
     pub fn parse_documents(
         &self,
         text: &str,
         file: FileId,
         mode: Mode,
     ) -> (Vec<Document>, Vec<Diagnostic>) {
-        let limits = Limits {
-            max_nodes: usize::try_from(self.config.limits.max_nodes).unwrap_or(usize::MAX),
-            ..Limits::default()
-        };
-        yaml::parse_documents(text, file, &limits, mode)
+        yaml::parse_documents(text, file, &self.budget, mode)
     }
 
     /// `path` canonicalized, when it lies inside the project root; symbolic links are followed
@@ -634,16 +652,41 @@ pub fn is_yaml(path: &Path) -> bool {
     )
 }
 
-fn load_config(root: &Path, catalog: &mut Catalog) -> Result<Config, Vec<Diagnostic>> {
+/// `nyl.toml`, its limits held to the operator's ceilings (`NYL_MAX_*`), with the warnings of
+/// limits it tried to raise.
+fn load_config(
+    root: &Path,
+    catalog: &mut Catalog,
+) -> Result<(Config, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let ceilings =
+        objects::Limits::ceilings(&|name| std::env::var(name).ok().filter(|v| !v.is_empty()))?;
     let file = catalog.add_file(CONFIG_FILE);
-    let text =
-        fs::read_to_string(root.join(CONFIG_FILE)).map_err(|e| vec![read_error(&e, file)])?;
-    let config = objects::config(&toml_to_node(&text, file).map_err(|d| vec![d])?)?;
+    let path = root.join(CONFIG_FILE);
+    // A link is not followed (it could name any file of the machine), and the size is checked
+    // before reading, against the operator's ceiling since the file's own limits are not read yet.
+    let meta = fs::symlink_metadata(&path).map_err(|e| vec![read_error(&e, file)])?;
+    if !meta.file_type().is_file() {
+        return Err(vec![not_regular(&meta).at(Loc::new(file, 0))]);
+    }
+    if meta.len() > ceilings.max_file_bytes {
+        return Err(vec![Diagnostic::new(
+            Code::FileTooLarge,
+            format!(
+                "the file has {} bytes, more than {}",
+                meta.len(),
+                objects::Limits::describe("max_file_bytes", ceilings.max_file_bytes)
+            ),
+        )
+        .at(Loc::new(file, 0))]);
+    }
+    let text = fs::read_to_string(&path).map_err(|e| vec![read_error(&e, file)])?;
+    let (config, warnings) =
+        objects::config(&toml_to_node(&text, file).map_err(|d| vec![d])?, &ceilings)?;
     let mut problems = alias_problems(&config);
     problems.extend(search_path_problems(&config));
     problems.extend(layout_problems(&config));
     if problems.is_empty() {
-        Ok(config)
+        Ok((config, warnings))
     } else {
         Err(problems)
     }
@@ -750,7 +793,12 @@ fn alias_problems(config: &Config) -> Vec<Diagnostic> {
 /// shapes as every YAML kind.
 fn toml_to_node(text: &str, file: FileId) -> Result<Node, Diagnostic> {
     use toml::de::{DeTable, DeValue};
-    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() as u32 + 1;
+    // Where each line starts, found once: a line is then a binary search, not a count from the
+    // start for every key.
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line_of = |offset: usize| starts.partition_point(|&s| s <= offset) as u32;
     let table = DeTable::parse(text).map_err(|e| {
         let line = e.span().map_or(0, |s| line_of(s.start));
         Diagnostic::new(Code::YamlSyntax, format!("invalid TOML: {}", e.message()))

@@ -87,7 +87,7 @@ pub fn render(req: &Request) -> Outcome {
         let top = tree.nodes(entries, &[]);
         if tree.run(req, skip) {
             let mut flat = Vec::new();
-            tree.flatten(&top, &mut flat);
+            tree.flatten(top, &mut flat);
             (manifests, from_chart) = flat.into_iter().unzip();
         }
         let duplicates = crate::objects::duplicate_objects(manifests.iter().map(|d| &d.node));
@@ -107,7 +107,10 @@ pub fn render(req: &Request) -> Outcome {
     if size > max {
         session.diagnostics.push(Diagnostic::new(
             Code::RenderTooLarge,
-            format!("the rendered app has {size} bytes, more than limits.max_render_bytes ({max}) in nyl.toml"),
+            format!(
+                "the rendered app has {size} bytes, more than {}",
+                crate::objects::Limits::describe("max_render_bytes", max)
+            ),
         ));
     }
     session.take_project_warnings();
@@ -359,13 +362,14 @@ impl Tree<'_> {
         (first_new..self.jobs.len()).collect()
     }
 
-    fn flatten(&mut self, nodes: &[Node], out: &mut Vec<(Document, bool)>) {
+    /// Moves the manifests out in input order (a copy would double the render's memory).
+    fn flatten(&mut self, nodes: Vec<Node>, out: &mut Vec<(Document, bool)>) {
         for node in nodes {
             match node {
-                Node::Manifest(doc, from_chart) => out.push((doc.clone(), *from_chart)),
+                Node::Manifest(doc, from_chart) => out.push((doc, from_chart)),
                 Node::Release(i) => {
-                    let children = std::mem::take(&mut self.jobs[*i].output);
-                    self.flatten(&children, out);
+                    let children = std::mem::take(&mut self.jobs[i].output);
+                    self.flatten(children, out);
                 }
             }
         }

@@ -165,7 +165,7 @@ pub const CONFIG: Shape = Shape::Object(&[
                 "max_file_bytes",
                 &Shape::Count,
                 "4194304 (4 MiB)",
-                "The largest YAML file nyl reads.",
+                "The largest YAML file nyl reads (also bounds `nyl.toml` itself).",
             ),
             defaulted(
                 "max_files",
@@ -177,13 +177,21 @@ pub const CONFIG: Shape = Shape::Object(&[
                 "max_total_bytes",
                 &Shape::Count,
                 "67108864 (64 MiB)",
-                "The most YAML one run reads, all files together.",
+                "The most YAML one run reads, all files together (and the most a packaged \
+                 subchart decompresses to when its schemas are checked).",
             ),
             defaulted(
                 "max_nodes",
                 &Shape::Count,
-                "500000",
-                "The most YAML nodes in one document, counting alias expansions.",
+                "1000000",
+                "The most YAML nodes one run keeps: all documents of all files, runtime values \
+                 and Helm's output together, every alias expansion counted.",
+            ),
+            defaulted(
+                "max_value_bytes",
+                &Shape::Count,
+                "67108864 (64 MiB)",
+                "The most bytes of YAML keys and scalars one run keeps, counted like `max_nodes`.",
             ),
             defaulted(
                 "max_render_bytes",
@@ -200,8 +208,11 @@ pub const CONFIG: Shape = Shape::Object(&[
                  operator's setting, never raise it.",
             ),
         ]),
-        "Limits on what one run reads and writes, so that no repository can exhaust the \
-         sidecar's memory.",
+        "Limits on what one run reads and keeps, so that no repository can exhaust the \
+         sidecar's memory. The operator sets each one with an environment variable, `NYL_` and \
+         the key in capitals (`NYL_MAX_NODES`), and the default applies where none is set. A \
+         repository's `[limits]` may only lower a limit: a value above it is held to it, with \
+         warning `limit_above_ceiling`.",
     ),
 ]);
 

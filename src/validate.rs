@@ -389,56 +389,58 @@ fn check_objects(
 ) -> Vec<(String, crate::provenance::Loc)> {
     let mut app_files = Vec::new();
     for path in &tree.yaml_files {
-        let (file, docs, problems) = project.read_documents(path);
-        let mut problems = problems;
-        let mut is_app = false;
-        for doc in docs {
-            let node = &doc.node;
-            let kind = match objects::classify(node, Place::App) {
-                Ok(kind) => kind,
-                // Any YAML of the repository is scanned here; a document that is no object
-                // matters where an app holds it, and the app's own check reports it there.
-                Err(d) if d.code == Code::NotAnObject => continue,
-                Err(d) => {
-                    problems.push(d);
-                    continue;
+        // Nothing of a file is kept past its check, so each has the run's whole budget.
+        project.look_at(path, |project, file, docs, problems| {
+            let mut problems = problems;
+            let mut is_app = false;
+            for doc in docs {
+                let node = &doc.node;
+                let kind = match objects::classify(node, Place::App) {
+                    Ok(kind) => kind,
+                    // Any YAML of the repository is scanned here; a document that is no object
+                    // matters where an app holds it, and the app's own check reports it there.
+                    Err(d) if d.code == Code::NotAnObject => continue,
+                    Err(d) => {
+                        problems.push(d);
+                        continue;
+                    }
+                };
+                let object = project.catalog.add_object(objects::object_ref(node));
+                let (label, result) = match kind {
+                    DocKind::Manifest => continue,
+                    DocKind::Cluster => ("Cluster", objects::cluster(node, object).map(drop)),
+                    DocKind::DeploymentTarget => (
+                        "DeploymentTarget",
+                        objects::deployment_target(node, object).map(drop),
+                    ),
+                    DocKind::HelmChart => {
+                        is_app = true;
+                        ("HelmChart", objects::helm_chart(node, object).map(drop))
+                    }
+                    DocKind::Invocation => {
+                        is_app = true;
+                        let checked = objects::invocation(node, object).and_then(|inv| {
+                            project
+                                .resolve_kind(&inv.kind, inv.kind_loc)
+                                .map(drop)
+                                .map_err(|d| vec![d.object(inv.display())])
+                        });
+                        ("Invocation", checked)
+                    }
+                };
+                *report.objects.entry(label.to_string()).or_default() += 1;
+                if let Err(e) = result {
+                    problems.extend(e);
                 }
-            };
-            let object = project.catalog.add_object(objects::object_ref(node));
-            let (label, result) = match kind {
-                DocKind::Manifest => continue,
-                DocKind::Cluster => ("Cluster", objects::cluster(node, object).map(drop)),
-                DocKind::DeploymentTarget => (
-                    "DeploymentTarget",
-                    objects::deployment_target(node, object).map(drop),
-                ),
-                DocKind::HelmChart => {
-                    is_app = true;
-                    ("HelmChart", objects::helm_chart(node, object).map(drop))
-                }
-                DocKind::Invocation => {
-                    is_app = true;
-                    let checked = objects::invocation(node, object).and_then(|inv| {
-                        project
-                            .resolve_kind(&inv.kind, inv.kind_loc)
-                            .map(drop)
-                            .map_err(|d| vec![d.object(inv.display())])
-                    });
-                    ("Invocation", checked)
-                }
-            };
-            *report.objects.entry(label.to_string()).or_default() += 1;
-            if let Err(e) = result {
-                problems.extend(e);
             }
-        }
-        issues.extend(&problems, &project.catalog, None);
-        if is_app {
-            app_files.push((
-                project.display_path(path),
-                crate::provenance::Loc::new(file, 0),
-            ));
-        }
+            issues.extend(&problems, &project.catalog, None);
+            if is_app {
+                app_files.push((
+                    project.display_path(path),
+                    crate::provenance::Loc::new(file, 0),
+                ));
+            }
+        });
     }
     app_files
 }

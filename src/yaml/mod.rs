@@ -7,7 +7,9 @@ mod split;
 mod write;
 
 pub use json::to_helm_json;
-pub use read::{parse_stream, parse_stream_from, resolve_plain, Limits, Mode, Parsed, Scalar};
+pub use read::{
+    parse_stream, parse_stream_from, resolve_plain, Limits, Mode, Parsed, Scalar, Spent, MAX_DEPTH,
+};
 pub use split::{parse_documents, Document};
 pub use write::to_yaml;
 

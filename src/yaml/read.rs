@@ -6,10 +6,11 @@
 //! accepts and the parser alone would refuse.
 //!
 //! The tree is built from parser events with an explicit stack, so nesting depth costs heap, not
-//! call stack. Aliases are deep clones; the node budget is checked before each clone, which stops
-//! alias bombs before they allocate.
+//! call stack. Aliases are deep clones; the budget is checked before each clone, which stops alias
+//! bombs before they allocate.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use indexmap::IndexMap;
@@ -19,21 +20,71 @@ use crate::diagnostics::{Code, Diagnostic};
 use crate::provenance::{FileId, Loc, Prov};
 use crate::value::{Map, Node, Value};
 
-/// How large one document may get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How deep a document may nest by default, the root being depth 1. JSON Pointers that build
+/// values are held to the same depth.
+pub const MAX_DEPTH: usize = 256;
+
+/// The budget of a run: how much every parse that shares one `Limits` may keep together, and
+/// how deep one document may nest. It records what was spent, so that a run bounds its memory
+/// across all its documents and files, not per document.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Nodes per document, counting every alias expansion.
+    /// Nodes kept, every alias expansion counted.
     pub max_nodes: usize,
-    /// Nesting depth, the root being depth 1.
+    /// Bytes of scalars and keys kept, every alias expansion counted.
+    pub max_bytes: usize,
+    /// Nesting depth of one document, the root being depth 1.
     pub max_depth: usize,
+    /// Nodes and bytes spent so far, and whether the budget is exhausted (which ends every
+    /// later parse at once, without a second report).
+    spent: Cell<(usize, usize, bool)>,
 }
+
+/// A point in a run's spending; see [`Limits::spent`].
+#[derive(Clone, Copy, Debug)]
+pub struct Spent((usize, usize, bool));
 
 impl Default for Limits {
     fn default() -> Self {
+        Limits::new(1_000_000, 64 << 20)
+    }
+}
+
+impl Limits {
+    pub fn new(max_nodes: usize, max_bytes: usize) -> Self {
         Limits {
-            max_nodes: 500_000,
-            max_depth: 256,
+            max_nodes,
+            max_bytes,
+            max_depth: MAX_DEPTH,
+            spent: Cell::new((0, 0, false)),
         }
+    }
+
+    /// What has been spent so far, to [`rewind`](Self::rewind) to.
+    pub fn spent(&self) -> Spent {
+        Spent(self.spent.get())
+    }
+
+    /// Gives back what was spent since `to`: for a caller that has dropped everything parsed
+    /// since then (a budget broken in between is whole again).
+    pub fn rewind(&self, to: Spent) {
+        self.spent.set(to.0);
+    }
+
+    /// Once the budget is spent, what any later parse reports instead of reading: it keeps
+    /// nothing, and says so, so that no file passes for empty.
+    pub(crate) fn refuse(&self, file: FileId, line: u32) -> Option<Diagnostic> {
+        self.spent.get().2.then(|| {
+            Diagnostic::new(
+                Code::RepositoryTooComplex,
+                format!(
+                    "not read: the run already keeps as much YAML as its limits allow \
+                     (limits.max_nodes {}, limits.max_value_bytes {})",
+                    self.max_nodes, self.max_bytes
+                ),
+            )
+            .at(Loc::new(file, line))
+        })
     }
 }
 
@@ -315,15 +366,18 @@ struct Built {
     node: Node,
     /// Nodes in the subtree.
     size: usize,
+    /// Bytes of the subtree's scalars and keys.
+    bytes: usize,
     /// Levels in the subtree (a leaf is 1).
     height: usize,
 }
 
 impl Built {
-    fn leaf(node: Node) -> Self {
+    fn leaf(node: Node, bytes: usize) -> Self {
         Built {
             node,
             size: 1,
+            bytes,
             height: 1,
         }
     }
@@ -368,6 +422,7 @@ struct Frame {
     line: u32,
     anchor: usize,
     size: usize,
+    bytes: usize,
     height: usize,
 }
 
@@ -474,8 +529,6 @@ struct Builder<'a> {
     stack: Vec<Frame>,
     anchors: HashMap<usize, Built>,
     root: Option<Node>,
-    /// Nodes created in this document, clones and anchor copies included.
-    count: usize,
     /// Set once the document broke a limit: its remaining events are ignored.
     dropped: bool,
 }
@@ -491,7 +544,6 @@ impl<'a> Builder<'a> {
             stack: Vec::new(),
             anchors: HashMap::new(),
             root: None,
-            count: 0,
             dropped: false,
         }
     }
@@ -522,7 +574,6 @@ impl<'a> Builder<'a> {
         }
         self.stack.clear();
         self.anchors.clear();
-        self.count = 0;
         self.dropped = false;
     }
 
@@ -549,20 +600,39 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Books `nodes` more nodes reaching `height` levels below the current one; on the first
-    /// broken limit the document is dropped with one diagnostic.
-    fn charge(&mut self, nodes: usize, height: usize, line: u32) -> bool {
-        let (max_nodes, max_depth) = (self.limits.max_nodes, self.limits.max_depth);
-        let msg = if self.count.saturating_add(nodes) > max_nodes {
+    /// Books `nodes` more nodes and `bytes` more bytes reaching `height` levels below the current
+    /// one; on the first broken limit the document is dropped with one diagnostic (and with the
+    /// run's budget spent, every later document too).
+    fn charge(&mut self, nodes: usize, bytes: usize, height: usize, line: u32) -> bool {
+        let limits = self.limits;
+        let (spent_nodes, spent_bytes, _) = limits.spent.get();
+        let (total_nodes, total_bytes) = (
+            spent_nodes.saturating_add(nodes),
+            spent_bytes.saturating_add(bytes),
+        );
+        let msg = if total_nodes > limits.max_nodes {
             format!(
-                "the document expands to more than {max_nodes} nodes (max_nodes, aliases counted)"
+                "the YAML of this run expands to more than {} nodes (limits.max_nodes, all \
+                 documents and files together, aliases counted)",
+                limits.max_nodes
             )
-        } else if self.stack.len().saturating_add(height) > max_depth {
-            format!("the document nests deeper than {max_depth} levels (max_depth)")
+        } else if total_bytes > limits.max_bytes {
+            format!(
+                "the YAML of this run expands to more than {} bytes of keys and scalars \
+                 (limits.max_value_bytes, all documents and files together, aliases counted)",
+                limits.max_bytes
+            )
+        } else if self.stack.len().saturating_add(height) > limits.max_depth {
+            format!(
+                "the document nests deeper than {} levels (max_depth)",
+                limits.max_depth
+            )
         } else {
-            self.count += nodes;
+            limits.spent.set((total_nodes, total_bytes, false));
             return true;
         };
+        let run_spent = total_nodes > limits.max_nodes || total_bytes > limits.max_bytes;
+        limits.spent.set((spent_nodes, spent_bytes, run_spent));
         let diag = Diagnostic::new(Code::RepositoryTooComplex, msg).at(self.loc(line));
         self.diags.push(diag);
         self.stack.clear();
@@ -587,8 +657,8 @@ impl<'a> Builder<'a> {
         }
         let value = self.leaf_value(resolved, text, line);
         let node = Node::new(value, Prov::written(self.loc(self.node_line(line))));
-        let built = Built::leaf(node);
-        if self.charge(1, 1, line) && self.register(anchor, &built, line) {
+        let built = Built::leaf(node, text.len());
+        if self.charge(1, text.len(), 1, line) && self.register(anchor, &built, line) {
             self.deliver(built);
         }
     }
@@ -606,12 +676,15 @@ impl<'a> Builder<'a> {
     }
 
     fn key_scalar(&mut self, text: &str, merge: bool, resolved: Scalar, anchor: usize, line: u32) {
+        if !self.charge_key(text.len(), line) {
+            return;
+        }
         if anchor > 0 {
             // An anchored key may be aliased as a value, so it is kept as a node as well (a key
             // `.inf` is valid, so it becomes null there without a report).
             let value = scalar_value(resolved.clone(), text).unwrap_or(Value::Null);
             let node = Node::new(value, Prov::written(self.loc(line)));
-            if !self.register(anchor, &Built::leaf(node), line) {
+            if !self.register(anchor, &Built::leaf(node, text.len()), line) {
                 return;
             }
         }
@@ -634,12 +707,15 @@ impl<'a> Builder<'a> {
             let msg = "an alias refers to the node that contains it";
             return Err(Diagnostic::new(Code::YamlSyntax, msg).at(self.loc(line)));
         };
-        let (size, height, key) = (target.size, target.height, value_key(&target.node.value));
+        let (size, bytes, height) = (target.size, target.bytes, target.height);
+        let key = value_key(&target.node.value);
         if self.key_slot().is_some() {
-            self.alias_key(key, line);
+            if self.charge_key(key.as_ref().map_or(0, String::len), line) {
+                self.alias_key(key, line);
+            }
             return Ok(());
         }
-        if self.charge(size, height, line) {
+        if self.charge(size, bytes, height, line) {
             if let Some(target) = self.anchors.get(&id).cloned() {
                 self.deliver(target);
             }
@@ -663,14 +739,26 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Books a mapping key of `bytes` bytes, kept in the mapping being built.
+    fn charge_key(&mut self, bytes: usize, line: u32) -> bool {
+        if !self.charge(0, bytes, 0, line) {
+            return false;
+        }
+        if let Some(frame) = self.stack.last_mut() {
+            frame.bytes += bytes;
+        }
+        true
+    }
+
     fn open(&mut self, kind: Kind, anchor: usize, line: u32) {
-        if self.charge(1, 1, line) {
+        if self.charge(1, 0, 1, line) {
             let line = self.node_line(line);
             self.stack.push(Frame {
                 kind,
                 line,
                 anchor,
                 size: 1,
+                bytes: 0,
                 height: 1,
             });
         }
@@ -688,6 +776,7 @@ impl<'a> Builder<'a> {
         let built = Built {
             node,
             size: frame.size,
+            bytes: frame.bytes,
             height: frame.height,
         };
         if self.register(frame.anchor, &built, frame.line) {
@@ -700,7 +789,7 @@ impl<'a> Builder<'a> {
         if anchor == 0 {
             return true;
         }
-        if !self.charge(built.size, 0, line) {
+        if !self.charge(built.size, built.bytes, 0, line) {
             return false;
         }
         self.anchors.insert(anchor, built.clone());
@@ -713,6 +802,7 @@ impl<'a> Builder<'a> {
             return;
         };
         frame.size += built.size;
+        frame.bytes += built.bytes;
         frame.height = frame.height.max(built.height + 1);
         match &mut frame.kind {
             Kind::Seq(items) => items.push(built.node),
@@ -755,6 +845,14 @@ pub fn parse_stream_from(
     limits: &Limits,
     mode: Mode,
 ) -> Parsed {
+    if let Some(refused) = limits.refuse(file, first_line) {
+        return Parsed {
+            docs: Vec::new(),
+            diagnostics: vec![refused],
+        };
+    }
+    // A failed pass keeps nothing: what it spent is given back before the next.
+    let before = limits.spent();
     let mut text = Cow::Borrowed(text);
     // Each retry moves one token right or turns one tab into a space, so this bound is never
     // reached by text that go-yaml reads; it only caps the work on text nobody can read.
@@ -769,6 +867,7 @@ pub fn parse_stream_from(
                 };
                 match relaxed {
                     Some(relaxed) => {
+                        limits.rewind(before);
                         retries -= 1;
                         text = Cow::Owned(relaxed);
                     }
@@ -815,6 +914,13 @@ fn parse_once(
             .collect(),
     };
     while let Some(next) = parser.next_event() {
+        if limits.refuse(file, first_line).is_some() {
+            // Spent here, and reported where it happened: nothing more is kept.
+            return Ok(Parsed {
+                docs: Vec::new(),
+                diagnostics: builder.diags,
+            });
+        }
         let (step, error) = match next {
             Ok((event, span)) => {
                 if mode == Mode::Lenient {
@@ -1446,13 +1552,49 @@ mod tests {
             start.elapsed()
         );
         assert_eq!(codes(&parsed), [Code::RepositoryTooComplex]);
-        assert!(parsed.diagnostics[0].message.contains("500000"));
-        assert_eq!(
-            parsed.docs.len(),
-            1,
-            "the bomb is dropped, the next document kept"
+        assert!(parsed.diagnostics[0].message.contains("1000000"));
+        assert!(
+            parsed.docs.is_empty(),
+            "the run's budget is spent: nothing is kept"
         );
-        assert_eq!(parsed.docs[0].to_json(), json!({"ok": 1}));
+    }
+
+    #[test]
+    fn the_budget_is_shared_by_every_document_and_parse_of_a_run() {
+        // 100 documents of 2,000 nodes (the map, its key's value and 1,998 items) each.
+        let doc = format!("a: [{}]\n", vec!["1"; 1_998].join(","));
+        let text = vec![doc.as_str(); 100].join("---\n");
+        let run = Limits::new(300_000, usize::MAX);
+        let parsed = parse_stream(&text, FileId(0), &run);
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let parsed = parse_stream(&text, FileId(0), &run);
+        assert_eq!(codes(&parsed), [Code::RepositoryTooComplex]);
+        assert!(parsed.diagnostics[0].message.contains("limits.max_nodes"));
+        assert_eq!(
+            line_of_diag(&parsed, 0),
+            101,
+            "the 51st document holds the 300,001st node"
+        );
+        // Spent: a later parse keeps nothing, and says so (an empty file would pass).
+        let later = parse_stream("a: 1\n", FileId(0), &run);
+        assert!(later.docs.is_empty());
+        assert_eq!(codes(&later), [Code::RepositoryTooComplex]);
+        assert!(later.diagnostics[0].message.starts_with("not read"));
+    }
+
+    #[test]
+    fn aliases_of_long_scalars_count_their_bytes_each_time() {
+        let long = "x".repeat(1000);
+        let text = format!("a: &a {long}\nb: [{}]\n", vec!["*a"; 99].join(","));
+        // The key bytes (a, b) and 101 copies of 1,000 bytes (scalar, anchor copy, 99 aliases).
+        let fits = Limits::new(usize::MAX, 101_002);
+        assert!(parse_stream(&text, FileId(0), &fits).diagnostics.is_empty());
+        let short = Limits::new(usize::MAX, 101_001);
+        let parsed = parse_stream(&text, FileId(0), &short);
+        assert_eq!(codes(&parsed), [Code::RepositoryTooComplex]);
+        assert!(parsed.diagnostics[0]
+            .message
+            .contains("limits.max_value_bytes"));
     }
 
     #[test]
@@ -1462,7 +1604,7 @@ mod tests {
             max_nodes: 3000,
             ..Limits::default()
         };
-        let small = parse_stream(&alias_bomb(3, 10), FileId(0), &limits);
+        let small = parse_stream(&alias_bomb(3, 10), FileId(0), &limits.clone());
         assert!(small.diagnostics.is_empty(), "{:?}", small.diagnostics);
         let big = parse_stream(&alias_bomb(4, 10), FileId(0), &limits);
         assert_eq!(codes(&big), [Code::RepositoryTooComplex]);
@@ -1578,13 +1720,13 @@ mod tests {
             (state % n as u64) as usize
         };
         let limits = Limits {
-            max_nodes: 2_000,
             max_depth: 16,
+            ..Limits::new(2_000, 64 << 20)
         };
         for _ in 0..3000 {
             let text: String = (0..next(40)).map(|_| PIECES[next(PIECES.len())]).collect();
             for mode in [Mode::Strict, Mode::Lenient] {
-                let parsed = parse_stream_from(&text, FileId(0), 1, &limits, mode);
+                let parsed = parse_stream_from(&text, FileId(0), 1, &limits.clone(), mode);
                 let syntax = parsed
                     .diagnostics
                     .iter()

@@ -93,6 +93,13 @@ pub fn parse_documents(
     let mut docs = Vec::new();
     let mut diags = Vec::new();
     for (line, chunk) in chunks(text) {
+        if let Some(refused) = limits.refuse(file, line) {
+            // One report per text: the first spent it, or it comes after the one that did.
+            if diags.is_empty() {
+                diags.push(refused);
+            }
+            break;
+        }
         let parsed = parse_stream_from(chunk, file, line, limits, mode);
         // In Helm's output, the `# Source:` comment names the template a problem comes from.
         let source = chunk

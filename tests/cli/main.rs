@@ -213,6 +213,8 @@ cases! {
     lenient_values_explain,
     layouts_invalid_layers,
     layouts_overlap,
+    limits_ceiling,
+    limits_ceiling_invalid,
     limits_helm_output,
     limits_render_bytes,
     limits_too_many_files,

@@ -145,3 +145,105 @@ fn a_schema_ref_to_a_url_sends_no_request() {
     );
     fs::remove_dir_all(&repo).ok();
 }
+
+/// 200 documents, each fanning aliases out to about 700,000 nodes from 300 bytes (the attack: a
+/// 60 KB app file that took 40 s and 3.5 GiB). Written to `dir/apps/fanout.yaml`.
+pub fn alias_fanout(dir: &Path) {
+    let refs = |a: &str, n: usize| format!("[{}]", vec![format!("*{a}"); n].join(", "));
+    let doc = |i: usize| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm{i}}}\ndata:\n  \
+             a: &a [x, x, x, x, x, x, x, x, x, x]\n  b: &b {}\n  c: &c {}\n  d: &d {}\n  \
+             e: &e {}\n  f: {}\n",
+            refs("a", 10),
+            refs("b", 10),
+            refs("c", 10),
+            refs("d", 10),
+            refs("e", 4)
+        )
+    };
+    let text: Vec<String> = (0..200).map(doc).collect();
+    write_files(
+        dir,
+        &[("nyl.toml", ""), ("apps/fanout.yaml", &text.join("---\n"))],
+    );
+}
+
+/// `files` app files of plain YAML, each just under the 4 MiB file limit and its documents far
+/// below any per-document bound: only a budget for the whole run stops them.
+pub fn plain_files(dir: &Path, files: usize) {
+    let row = format!("[{}]", vec!["1"; 1000].join(","));
+    let doc = |f: usize, i: usize| {
+        let lines: Vec<String> = (0..100).map(|k| format!("  k{k}: {row}")).collect();
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm{f}-{i}}}\ndata:\n{}\n",
+            lines.join("\n")
+        )
+    };
+    write_files(dir, &[("nyl.toml", "")]);
+    for f in 0..files {
+        let text: Vec<String> = (0..19).map(|i| doc(f, i)).collect();
+        write_files(dir, &[(&format!("apps/p{f:02}.yaml"), &text.join("---\n"))]);
+    }
+}
+
+#[test]
+fn an_alias_fanout_across_documents_is_stopped_by_the_run_budget() {
+    let repo = tempdir("alias-fanout");
+    alias_fanout(&repo);
+    for command in ["render apps", "values apps", "validate --no-render"] {
+        let (status, stdout, stderr) = nyl(&repo, &args(command), &[]);
+        let out = if command.starts_with("validate") {
+            &stdout
+        } else {
+            &stderr
+        };
+        assert_eq!(status, 1, "{command}: {stderr}");
+        assert!(
+            out.contains("error repository_too_complex: the YAML of this run expands to more than 1000000 nodes"),
+            "{command}: {out}"
+        );
+    }
+    fs::remove_dir_all(&repo).ok();
+}
+
+#[test]
+fn plain_yaml_within_every_file_limit_is_stopped_by_the_run_budget() {
+    let repo = tempdir("plain-yaml");
+    // Four files of about 380,000 nodes each.
+    plain_files(&repo, 4);
+    let (status, stdout, stderr) = nyl(&repo, &args("render apps"), &[]);
+    assert_eq!((status, stdout.as_str()), (1, ""), "{stderr}");
+    assert!(
+        stderr.contains("apps/p02.yaml:") && stderr.contains("error repository_too_complex: the YAML of this run expands to more than 1000000 nodes"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("apps/p03.yaml:1: error repository_too_complex: not read"),
+        "{stderr}"
+    );
+    fs::remove_dir_all(&repo).ok();
+}
+
+/// A repository's `[limits]` cannot raise a limit above the operator's ceiling.
+#[test]
+fn a_repository_cannot_raise_its_limits_above_the_ceiling() {
+    let repo = tempdir("ceiling");
+    plain_files(&repo, 1);
+    fs::write(repo.join("nyl.toml"), "[limits]\nmax_nodes = 100000000\n").unwrap();
+    let env = [("NYL_MAX_NODES".to_string(), "100000".to_string())];
+    let (status, _, stderr) = nyl(&repo, &args("render apps"), &env);
+    assert_eq!(status, 1, "{stderr}");
+    assert!(
+        stderr.contains("warning limit_above_ceiling: limits.max_nodes = 100000000"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("more than 100000 nodes"), "{stderr}");
+    // Lowering is the repository's to do.
+    fs::write(repo.join("nyl.toml"), "[limits]\nmax_nodes = 5000\n").unwrap();
+    let (status, _, stderr) = nyl(&repo, &args("render apps"), &env);
+    assert_eq!(status, 1, "{stderr}");
+    assert!(!stderr.contains("limit_above_ceiling"), "{stderr}");
+    assert!(stderr.contains("more than 5000 nodes"), "{stderr}");
+    fs::remove_dir_all(&repo).ok();
+}
