@@ -105,12 +105,16 @@ fn parse_import(item: &Node, object: &str) -> Result<ValueImport, Vec<Diagnostic
     let pointer = |key: &str| {
         Pointer::parse(text(key)).map_err(|e| {
             let loc = item.field(key).map_or(item.prov.loc, |n| n.prov.loc);
+            // A pointer too deep to use is too long to print whole.
+            let shown: String = text(key).chars().take(80).collect();
+            let cut = if shown.len() < text(key).len() {
+                "…"
+            } else {
+                ""
+            };
             Diagnostic::new(
                 Code::InvalidPointer,
-                format!(
-                    "import {name:?}: `{key}` {:?} is not a JSON Pointer: {e}",
-                    text(key)
-                ),
+                format!("import {name:?}: `{key}` {shown:?}{cut} is not a JSON Pointer: {e}"),
             )
             .at(loc)
             .object(object)

@@ -191,8 +191,9 @@ codes! {
     /// An invocation's kind is neither an alias, a remote chart shortcut, nor a component directory
     /// (holding `Chart.yaml`) under a components search path.
     ComponentNotFound = "component_not_found", Error, Input;
-    /// A JSON Pointer in a contract is not valid RFC 6901: empty, not starting with `/`, or with a
-    /// `~` escape other than `~0` and `~1`.
+    /// A JSON Pointer in a contract is not valid RFC 6901 (empty, not starting with `/`, or with a
+    /// `~` escape other than `~0` and `~1`), or has more than 256 tokens, the nesting limit of
+    /// YAML documents.
     InvalidPointer = "invalid_pointer", Error, Input;
     /// Two value imports of one contract share a name.
     DuplicateImport = "duplicate_import", Error, Input;

@@ -26,6 +26,11 @@ pub enum PointerError {
         "'~' must be followed by '0' or '1' (found {0:?}); write '~0' for '~' and '~1' for '/'"
     )]
     BadEscape(String),
+    #[error(
+        "a pointer of {0} tokens is deeper than {max}, the nesting limit of YAML documents",
+        max = crate::yaml::MAX_DEPTH
+    )]
+    TooDeep(usize),
 }
 
 impl Pointer {
@@ -34,6 +39,11 @@ impl Pointer {
             return Err(PointerError::Empty);
         }
         let rest = text.strip_prefix('/').ok_or(PointerError::NoLeadingSlash)?;
+        // A value no document can hold (and whose nesting would cost recursion everywhere).
+        let depth = rest.split('/').count();
+        if depth > crate::yaml::MAX_DEPTH {
+            return Err(PointerError::TooDeep(depth));
+        }
         let tokens = rest.split('/').map(unescape).collect::<Result<_, _>>()?;
         Ok(Pointer {
             text: text.to_string(),
@@ -159,6 +169,12 @@ mod tests {
     #[test]
     fn invalid_pointers_are_rejected() {
         assert_eq!(Pointer::parse(""), Err(PointerError::Empty));
+        let deepest = "/a".repeat(crate::yaml::MAX_DEPTH);
+        assert_eq!(Pointer::parse(&deepest).unwrap().tokens().len(), 256);
+        assert_eq!(
+            Pointer::parse(&format!("{deepest}/a")),
+            Err(PointerError::TooDeep(257))
+        );
         assert_eq!(Pointer::parse("a/b"), Err(PointerError::NoLeadingSlash));
         assert_eq!(
             Pointer::parse("/a~2"),

@@ -247,3 +247,121 @@ fn a_repository_cannot_raise_its_limits_above_the_ceiling() {
     assert!(stderr.contains("more than 5000 nodes"), "{stderr}");
     fs::remove_dir_all(&repo).ok();
 }
+
+/// A project whose component `x/v1/Deep` imports to a pointer of `depth` tokens, for the app
+/// `apps/deep.yaml` and the Cluster `c`.
+fn deep_pointer_repo(dir: &Path, depth: usize) {
+    let contract = format!(
+        "apiVersion: components.nyl/v1alpha1\nvalueImports:\n  - {{name: deep, from: /x, to: \"{}\"}}\n",
+        "/a".repeat(depth)
+    );
+    write_files(
+        dir,
+        &[
+            ("nyl.toml", ""),
+            ("components/x/v1/Deep/Chart.yaml", "apiVersion: v2\nname: deep\nversion: 0.1.0\n"),
+            (
+                "components/x/v1/Deep/templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\n",
+            ),
+            ("components/x/v1/Deep/nyl-component.yaml", &contract),
+            ("targets/c.yaml", "apiVersion: k8s.nyl/v1\nkind: Cluster\nmetadata: {name: c}\nspec:\n  values: {x: 1}\n"),
+            ("apps/deep.yaml", "apiVersion: components.k8s.nyl/v1\nkind: x/v1/Deep\nmetadata: {name: deep}\n"),
+        ],
+    );
+}
+
+/// A pointer of 20,000 tokens overflowed the stack (exit 134) in render, values and validate.
+#[test]
+fn a_pointer_deeper_than_yaml_nests_is_refused() {
+    let repo = tempdir("deep-pointer");
+    deep_pointer_repo(&repo, 20_000);
+    for command in [
+        "values --target c apps",
+        "render --target c apps",
+        "validate",
+    ] {
+        let (status, stdout, stderr) = nyl(&repo, &args(command), &[]);
+        assert_eq!(status, 1, "{command}: {stderr}");
+        let out = format!("{stdout}{stderr}");
+        assert!(
+            out.contains("error invalid_pointer: import \"deep\"")
+                && out.contains("a pointer of 20000 tokens is deeper than 256"),
+            "{command}: {out}"
+        );
+    }
+    // At the limit, it works.
+    deep_pointer_repo(&repo, 256);
+    let (status, stdout, stderr) = nyl(&repo, &args("values --target c apps"), &[]);
+    assert_eq!(status, 0, "{stderr}");
+    let leaf = format!("{}a: 1", "  ".repeat(255));
+    assert_eq!(stdout.lines().last(), Some(leaf.as_str()), "{stdout}");
+    fs::remove_dir_all(&repo).ok();
+}
+
+/// `nyl.toml` with 50,000 aliases took 53 s to load (each key's line counted from the start).
+#[test]
+fn a_config_with_many_keys_loads_in_linear_time() {
+    let repo = tempdir("many-aliases");
+    let aliases: String = (0..50_000)
+        .map(|i| format!("k{i} = \"x/v1/A\"\n"))
+        .collect();
+    write_files(
+        &repo,
+        &[
+            (
+                "nyl.toml",
+                &format!("[project.aliases]\n{aliases}k50000 = \"../up\"\n"),
+            ),
+            (
+                "apps/a.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+            ),
+        ],
+    );
+    let (status, _, stderr) = nyl(&repo, &args("render apps"), &[]);
+    // The last alias is bad: found, on its own line.
+    assert_eq!(status, 1, "{stderr}");
+    assert!(
+        stderr.starts_with("nyl.toml:50002: error invalid_field: alias \"k50000\""),
+        "{stderr}"
+    );
+    fs::remove_dir_all(&repo).ok();
+}
+
+/// `nyl.toml` is held to the operator's file size ceiling before it is read, and not read
+/// through a link.
+#[test]
+fn the_config_file_has_a_size_limit_and_is_not_followed_through_a_link() {
+    let repo = tempdir("config-size");
+    write_files(
+        &repo,
+        &[
+            ("nyl.toml", &format!("# {}\n", "x".repeat(2000))),
+            (
+                "apps/a.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+            ),
+        ],
+    );
+    let env = [("NYL_MAX_FILE_BYTES".to_string(), "1000".to_string())];
+    let (status, _, stderr) = nyl(&repo, &args("render apps"), &env);
+    assert_eq!(status, 1, "{stderr}");
+    assert!(
+        stderr.starts_with("nyl.toml: error file_too_large: the file has 2003 bytes"),
+        "{stderr}"
+    );
+
+    let outside = tempdir("config-outside");
+    fs::write(outside.join("nyl.toml"), "").unwrap();
+    fs::remove_file(repo.join("nyl.toml")).unwrap();
+    std::os::unix::fs::symlink(outside.join("nyl.toml"), repo.join("nyl.toml")).unwrap();
+    let (status, _, stderr) = nyl(&repo, &args("render apps"), &[]);
+    assert_eq!(status, 1, "{stderr}");
+    assert!(
+        stderr.starts_with("nyl.toml: error not_regular_file: a symbolic link"),
+        "{stderr}"
+    );
+    fs::remove_dir_all(&repo).ok();
+    fs::remove_dir_all(&outside).ok();
+}
