@@ -5,6 +5,7 @@
 //! Application's `plugin.env`), then the plain `NYL_<NAME>` of the sidecar.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -63,6 +64,9 @@ pub struct Settings {
     pub app: Option<(Option<String>, String)>,
     pub kube_version: Option<String>,
     pub api_versions: Vec<String>,
+    /// `ARGOCD_APP_SOURCE_PATH`: the app's path inside the repository, which bounds the search
+    /// for `nyl.toml` (see [`repository_root`]).
+    pub source_path: Option<String>,
 }
 
 /// Reads the settings from an environment lookup (the process env in production, a map in tests).
@@ -101,7 +105,41 @@ pub fn settings(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, Vec<Di
             }),
         kube_version: env("KUBE_VERSION").filter(|v| !v.is_empty()),
         api_versions: api_versions(env("KUBE_API_VERSIONS").as_deref()),
+        source_path: env("ARGOCD_APP_SOURCE_PATH"),
     })
+}
+
+/// The root of the repository Argo CD unpacked: it runs the plugin in
+/// `<root>/<ARGOCD_APP_SOURCE_PATH>`, so the root is the working directory `cwd` less that path
+/// (without it, or for an app at the repository root, `cwd` itself). The plugin looks for
+/// `nyl.toml` no higher: above lie other requests' repositories and the sidecar's own files.
+pub fn repository_root(cwd: &Path, source_path: Option<&str>) -> Result<PathBuf, Diagnostic> {
+    let source = source_path.unwrap_or_default();
+    let parts: Vec<&str> = source
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let mismatch = || {
+        Diagnostic::new(
+            Code::InvalidParameters,
+            format!(
+                "ARGOCD_APP_SOURCE_PATH {source:?} is not where the plugin runs ({}): the \
+                 repository root cannot be told, so nothing is read",
+                cwd.display()
+            ),
+        )
+    };
+    if parts.contains(&"..") {
+        return Err(mismatch());
+    }
+    let mut root = cwd;
+    for part in parts.iter().rev() {
+        if root.file_name() != Some(std::ffi::OsStr::new(part)) {
+            return Err(mismatch());
+        }
+        root = root.parent().ok_or_else(mismatch)?;
+    }
+    Ok(root.to_path_buf())
 }
 
 /// `KUBE_API_VERSIONS`: a comma list of `group/version` and `group/version/Kind` entries.
@@ -297,6 +335,25 @@ mod tests {
             s.api_versions,
             ["v1", "apps/v1", "monitoring.coreos.com/v1/ServiceMonitor"]
         );
+    }
+
+    #[test]
+    fn the_repository_root_is_the_working_directory_less_the_source_path() {
+        let cwd = Path::new("/tmp/_cmp_server/u1/apps/payments");
+        let root = |source: Option<&str>| repository_root(cwd, source).map_err(|d| d.code);
+        let unpacked = PathBuf::from("/tmp/_cmp_server/u1");
+        assert_eq!(root(Some("apps/payments")), Ok(unpacked.clone()));
+        assert_eq!(root(Some("./apps/payments/")), Ok(unpacked));
+        assert_eq!(root(Some("")), Ok(cwd.to_path_buf()));
+        assert_eq!(root(Some(".")), Ok(cwd.to_path_buf()));
+        assert_eq!(root(None), Ok(cwd.to_path_buf()));
+        for wrong in [
+            "apps/web",
+            "other/apps/payments/x/y/z/w",
+            "apps/../apps/payments",
+        ] {
+            assert_eq!(root(Some(wrong)), Err(Code::InvalidParameters), "{wrong}");
+        }
     }
 
     #[test]

@@ -474,7 +474,7 @@ fn argocd_generate(engine: EngineArgs) -> ExitCode {
         Some(p) => app_dir.join(p),
         None => app_dir.clone(),
     };
-    let root = match project::find_root(&app_dir) {
+    let root = match plugin_root(settings.source_path.as_deref()) {
         Ok(root) => root,
         Err(d) => return ExitCode::from(report_diagnostics(vec![d], &Catalog::default())),
     };
@@ -647,8 +647,17 @@ fn print_schema(name: &str) -> ExitCode {
     write_stdout(&text)
 }
 
+/// The project of the plugin's working directory (the app directory), found no higher than the
+/// repository root Argo CD unpacked.
+fn plugin_root(source_path: Option<&str>) -> Result<PathBuf, Diagnostic> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Diagnostic::new(diagnostics::Code::PathNotFound, format!(".: {e}")))?;
+    let boundary = argocd::repository_root(&cwd, source_path)?;
+    project::find_root_within(&cwd, Some(&boundary))
+}
+
 fn argocd_parameters() -> ExitCode {
-    let targets = match project::find_root(Path::new("."))
+    let targets = match plugin_root(env_var("ARGOCD_APP_SOURCE_PATH").as_deref())
         .map_err(|d| (Catalog::default(), vec![d]))
         .and_then(Project::load)
     {

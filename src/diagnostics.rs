@@ -85,8 +85,9 @@ codes! {
     TooManyFiles = "too_many_files", Error, Input;
     /// The YAML read in one run adds up to more than `limits.max_total_bytes` (default 64 MiB).
     RepositoryTooLarge = "repository_too_large", Error, Input;
-    /// A symbolic link or another file that is not a regular file stands where nyl reads files.
-    /// nyl follows no links, so nothing outside the repository can be read through one.
+    /// A symbolic link or another file that is not a regular file stands where nyl reads files,
+    /// or a link stands inside `render-tree`'s output directory where it writes them. nyl follows
+    /// no links, so nothing outside the repository (or the output directory) is reached through one.
     NotRegularFile = "not_regular_file", Error, Input;
     /// A chart's `values.schema.json` (its own, a vendored subchart's, or one inside a packaged
     /// `charts/*.tgz`) names something outside itself: a `$ref`, `$dynamicRef`, `$recursiveRef`

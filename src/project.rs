@@ -54,6 +54,13 @@ pub struct Project {
 
 /// The nearest directory at or above `start` that holds `nyl.toml`.
 pub fn find_root(start: &Path) -> Result<PathBuf, Diagnostic> {
+    find_root_within(start, None)
+}
+
+/// The nearest directory at or above `start` that holds `nyl.toml`, looking no higher than
+/// `boundary` when there is one (the Argo CD plugin's repository root: above it lie other
+/// requests' repositories and the sidecar's own files).
+pub fn find_root_within(start: &Path, boundary: Option<&Path>) -> Result<PathBuf, Diagnostic> {
     let absolute = fs::canonicalize(start)
         .map_err(|e| Diagnostic::new(Code::PathNotFound, format!("{}: {e}", start.display())))?;
     let mut dir = if absolute.is_dir() {
@@ -65,17 +72,21 @@ pub fn find_root(start: &Path) -> Result<PathBuf, Diagnostic> {
         if dir.join(CONFIG_FILE).is_file() {
             return Ok(dir.to_path_buf());
         }
-        match dir.parent() {
+        match dir.parent().filter(|_| Some(dir) != boundary) {
             Some(parent) => dir = parent,
             None => {
+                let limit = boundary.map_or_else(
+                    || "any directory above it".to_string(),
+                    |b| format!("above it up to the repository root {}", b.display()),
+                );
                 return Err(Diagnostic::new(
                     Code::ProjectNotFound,
                     format!(
-                        "no {CONFIG_FILE} in {} or any directory above it; create one at the \
-                         project root (it may be empty)",
+                        "no {CONFIG_FILE} in {} or {limit}; create one at the project root (it \
+                         may be empty)",
                         start.display()
                     ),
-                ))
+                ));
             }
         }
     }
@@ -206,15 +217,33 @@ impl Project {
                 d
             });
         }
-        let mut subcharts: Vec<PathBuf> = fs::read_dir(dir.join("charts"))
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.join("Chart.yaml").is_file())
-                    .collect()
+        // `charts/` and the subcharts in it; a link among them would be read wherever it leads.
+        let charts = dir.join("charts");
+        let mut entries = vec![charts.clone()];
+        if fs::symlink_metadata(&charts).is_ok_and(|m| m.is_dir()) {
+            let listed = fs::read_dir(&charts)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok);
+            entries.extend(listed.map(|e| e.path()));
+        }
+        let links: Vec<Diagnostic> = entries
+            .iter()
+            .filter_map(|p| Some((p, fs::symlink_metadata(p).ok()?)))
+            .filter(|(_, m)| m.file_type().is_symlink())
+            .map(|(p, m)| {
+                let file = self.catalog.add_file(self.display_path(p));
+                not_regular(&m).at(Loc::new(file, 0))
             })
-            .unwrap_or_default();
+            .collect();
+        if !links.is_empty() {
+            return Err(links);
+        }
+        let mut subcharts: Vec<PathBuf> = entries
+            .into_iter()
+            .skip(1)
+            .filter(|p| p.join("Chart.yaml").is_file())
+            .collect();
         subcharts.sort();
         for sub in subcharts {
             chart.subcharts.push(self.load_chart_values(&sub)?);
@@ -395,6 +424,15 @@ impl Project {
                 debug!(dir = %dir.display(), "targets search path does not exist");
                 continue;
             }
+            // A search path that is (or passes through) a link is read where it leads, and only
+            // inside the project.
+            let dir = match self.inside(&dir) {
+                Ok(dir) => dir,
+                Err(d) => {
+                    diags.push(d.object(CONFIG_FILE));
+                    continue;
+                }
+            };
             let files = walkdir::WalkDir::new(&dir)
                 .sort_by_file_name()
                 .into_iter()

@@ -489,6 +489,43 @@ fn kustomization(resources: impl Iterator<Item = String>) -> String {
     out
 }
 
+/// Reports every symbolic link inside `out` on the way to the files `rel` (the files included):
+/// the output directory may be a checkout anyone could commit a link to, and writing, reading or
+/// removing through it would reach outside. True when there was one; then nothing is touched.
+fn refuse_links<'a>(
+    out: &Path,
+    rel: impl IntoIterator<Item = &'a str>,
+    outcome: &mut Outcome,
+) -> bool {
+    let mut links = BTreeSet::new();
+    for rel in rel {
+        let mut path = out.to_path_buf();
+        for part in rel.split('/') {
+            path.push(part);
+            match fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    links.insert(path.clone());
+                    break;
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    for link in &links {
+        let d = Diagnostic::new(
+            Code::NotRegularFile,
+            format!(
+                "{}: a symbolic link inside the output directory, where nyl would write: nyl \
+                 writes, reads and removes nothing through a link; remove it",
+                link.display()
+            ),
+        );
+        outcome.diagnostics.push((d, Catalog::default()));
+    }
+    !links.is_empty()
+}
+
 fn sha(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
@@ -499,6 +536,9 @@ fn sha(text: &str) -> String {
 /// Brings the output directory to `files`: writes what changed, removes what the previous index
 /// listed and is gone, touches nothing else. With `check`, only compares.
 fn sync(out: &Path, mut files: Vec<File>, check: bool, outcome: &mut Outcome) {
+    if refuse_links(out, [INDEX], outcome) {
+        return;
+    }
     let previous: BTreeSet<String> = fs::read_to_string(out.join(INDEX))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -521,6 +561,13 @@ fn sync(out: &Path, mut files: Vec<File>, check: bool, outcome: &mut Outcome) {
         app: String::new(),
         target: String::new(),
     });
+    let touched = files
+        .iter()
+        .map(|f| f.path.as_str())
+        .chain(previous.iter().map(String::as_str));
+    if refuse_links(out, touched, outcome) {
+        return;
+    }
     for file in &files {
         let path = out.join(&file.path);
         if fs::read_to_string(&path).ok().as_deref() == Some(file.content.as_str()) {

@@ -130,6 +130,7 @@ macro_rules! cases {
 }
 
 cases! {
+    argocd_generate_above_repository,
     argocd_generate_allow_empty,
     argocd_generate_build_env,
     argocd_generate_default_target,
@@ -141,8 +142,10 @@ cases! {
     argocd_generate_path_escape,
     argocd_generate_plain_env,
     argocd_generate_plugin_wording,
+    argocd_generate_source_path_mismatch,
     argocd_generate_unknown_parameter,
     argocd_parameters,
+    argocd_parameters_above_repository,
     argocd_parameters_default_target,
     bad_aliases,
     bad_config,
@@ -496,6 +499,7 @@ fn argocd_generate_output_is_byte_identical_to_render() {
                     ),
                 ),
                 env("ARGOCD_APP_NAMESPACE", "argo-ns"),
+                env("ARGOCD_APP_SOURCE_PATH", "apps"),
                 env("KUBE_VERSION", "1.30.0"),
                 env("KUBE_API_VERSIONS", "v1"),
             ],

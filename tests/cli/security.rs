@@ -365,3 +365,125 @@ fn the_config_file_has_a_size_limit_and_is_not_followed_through_a_link() {
     fs::remove_dir_all(&repo).ok();
     fs::remove_dir_all(&outside).ok();
 }
+
+/// A directory outside every repository, holding what an attacker wants nyl to read or write.
+fn outside(name: &str) -> PathBuf {
+    tempdir(&format!("outside-{name}"))
+}
+
+const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n";
+
+/// A targets search path that is a link leaving the project is not read.
+#[test]
+fn a_linked_targets_search_path_is_not_followed_out_of_the_project() {
+    let repo = tempdir("linked-targets");
+    let elsewhere = outside("targets");
+    write_files(
+        &elsewhere,
+        &[(
+            "secret.yaml",
+            "apiVersion: k8s.nyl/v1\nkind: Cluster\nmetadata: {name: outside}\n",
+        )],
+    );
+    write_files(&repo, &[("nyl.toml", ""), ("apps/a.yaml", CONFIGMAP)]);
+    std::os::unix::fs::symlink(&elsewhere, repo.join("targets")).unwrap();
+    let (status, _, stderr) = nyl(&repo, &args("values --target outside apps"), &[]);
+    assert_eq!(status, 1, "{stderr}");
+    assert!(
+        stderr.contains("error path_outside_project: $REPO/targets resolves to"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error target_not_found"),
+        "the Cluster was read: {stderr}"
+    );
+    fs::remove_dir_all(&repo).ok();
+    fs::remove_dir_all(&elsewhere).ok();
+}
+
+/// `values --explain` reads chart defaults, its subcharts' too: a linked subchart is refused.
+#[test]
+fn values_explain_does_not_follow_a_linked_subchart() {
+    let repo = tempdir("linked-subchart");
+    let elsewhere = outside("subchart");
+    write_files(
+        &elsewhere,
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: sub\nversion: 0.1.0\n"),
+            ("values.yaml", "stolen: outside-value\n"),
+        ],
+    );
+    write_files(
+        &repo,
+        &[
+            ("nyl.toml", ""),
+            (
+                "components/x/v1/C/Chart.yaml",
+                "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+            ),
+            ("components/x/v1/C/charts/.keep", ""),
+            (
+                "apps/c.yaml",
+                "apiVersion: components.k8s.nyl/v1\nkind: x/v1/C\nmetadata: {name: c}\n",
+            ),
+        ],
+    );
+    std::os::unix::fs::symlink(&elsewhere, repo.join("components/x/v1/C/charts/sub")).unwrap();
+    let (status, stdout, stderr) = nyl(&repo, &args("values --explain apps"), &[]);
+    assert_eq!(status, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("components/x/v1/C/charts/sub: error not_regular_file: a symbolic link"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("outside-value"), "{stdout}");
+    fs::remove_dir_all(&repo).ok();
+    fs::remove_dir_all(&elsewhere).ok();
+}
+
+/// A link inside render-tree's output directory (a checked-out branch anyone could commit one
+/// to) is never written, read or removed through: the whole tree is refused.
+#[test]
+fn render_tree_does_not_write_through_a_link_in_its_output() {
+    let repo = tempdir("tree-link");
+    let out = tempdir("tree-link-out");
+    let elsewhere = outside("tree");
+    write_files(
+        &repo,
+        &[
+            ("nyl.toml", ""),
+            ("apps/a.yaml", CONFIGMAP),
+            (
+                "targets/t.yaml",
+                "apiVersion: k8s.nyl/v1\nkind: Cluster\nmetadata: {name: c}\n---\n\
+                 apiVersion: k8s.nyl/v1\nkind: DeploymentTarget\nmetadata: {name: t}\n\
+                 spec:\n  clusterRef: {name: c}\n  apps: [apps/a.yaml]\n",
+            ),
+        ],
+    );
+    fs::create_dir_all(out.join("apps")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("apps/a")).unwrap();
+    let command = format!("render-tree --target t --output-dir {}", out.display());
+    let (status, stdout, stderr) = nyl(&repo, &args(&command), &[]);
+    assert_eq!(status, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error not_regular_file: {}: a symbolic link inside the output directory",
+            out.join("apps/a").display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "written through the link"
+    );
+    assert!(!out.join(".nyl").exists(), "half a tree was written");
+    // Without the link the same tree is written.
+    fs::remove_file(out.join("apps/a")).unwrap();
+    let (status, _, stderr) = nyl(&repo, &args(&command), &[]);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(out.join("apps/a/kustomization.yaml").is_file());
+    for dir in [&repo, &out, &elsewhere] {
+        fs::remove_dir_all(dir).ok();
+    }
+}
