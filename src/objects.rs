@@ -601,8 +601,8 @@ impl Default for Limits {
             max_file_bytes: 4 << 20,
             max_files: 2000,
             max_total_bytes: 64 << 20,
-            max_nodes: 1_000_000,
-            max_value_bytes: 64 << 20,
+            max_nodes: crate::yaml::MAX_NODES as u64,
+            max_value_bytes: crate::yaml::MAX_BYTES as u64,
             max_render_bytes: 64 << 20,
             helm_timeout_seconds: None,
         }

@@ -183,7 +183,7 @@ pub const CONFIG: Shape = Shape::Object(&[
             defaulted(
                 "max_nodes",
                 &Shape::Count,
-                "1000000",
+                "500000",
                 "The most YAML nodes one run keeps: all documents of all files, runtime values \
                  and Helm's output together, every alias expansion counted.",
             ),

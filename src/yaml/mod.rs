@@ -8,7 +8,8 @@ mod write;
 
 pub use json::to_helm_json;
 pub use read::{
-    parse_stream, parse_stream_from, resolve_plain, Limits, Mode, Parsed, Scalar, Spent, MAX_DEPTH,
+    parse_stream, parse_stream_from, resolve_plain, Limits, Mode, Parsed, Scalar, Spent, MAX_BYTES,
+    MAX_DEPTH, MAX_NODES,
 };
 pub use split::{parse_documents, Document};
 pub use write::to_yaml;
