@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::diagnostics::{Code, Diagnostic};
+use crate::objects::check_api_version;
 
 /// The parameters nyl understands, with the env suffix each falls back to.
 pub const PARAMETERS: &[(&str, &str, &str)] = &[
@@ -90,6 +91,7 @@ pub fn settings(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, Vec<Di
             )])
         }
     };
+    let api_versions = api_versions(env("KUBE_API_VERSIONS").as_deref())?;
     Ok(Settings {
         target: setting("target", "TARGET"),
         path: setting("path", "PATH"),
@@ -104,7 +106,7 @@ pub fn settings(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, Vec<Di
                 None => (None, n),
             }),
         kube_version: env("KUBE_VERSION").filter(|v| !v.is_empty()),
-        api_versions: api_versions(env("KUBE_API_VERSIONS").as_deref()),
+        api_versions,
         source_path: env("ARGOCD_APP_SOURCE_PATH"),
     })
 }
@@ -143,14 +145,32 @@ pub fn repository_root(cwd: &Path, source_path: Option<&str>) -> Result<PathBuf,
 }
 
 /// `KUBE_API_VERSIONS`: a comma list of `group/version` and `group/version/Kind` entries.
-pub fn api_versions(value: Option<&str>) -> Vec<String> {
-    value
+pub fn api_versions(value: Option<&str>) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let entries = value
         .unwrap_or_default()
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_string)
-        .collect()
+        .collect();
+    checked_api_versions(entries, "KUBE_API_VERSIONS")
+}
+
+/// API versions given outside the repository (`source`: the flag or variable), each checked.
+pub fn checked_api_versions(
+    entries: Vec<String>,
+    source: &str,
+) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let problems: Vec<Diagnostic> = entries
+        .iter()
+        .filter_map(|entry| check_api_version(entry).err())
+        .map(|why| Diagnostic::new(Code::InvalidApiVersionEntry, format!("{source}: {why}")))
+        .collect();
+    if problems.is_empty() {
+        Ok(entries)
+    } else {
+        Err(problems)
+    }
 }
 
 /// Parses `ARGOCD_APP_PARAMETERS`: absent, the literal `null`, or a JSON list. Every problem is
@@ -354,6 +374,28 @@ mod tests {
         ] {
             assert_eq!(root(Some(wrong)), Err(Code::InvalidParameters), "{wrong}");
         }
+    }
+
+    #[test]
+    fn api_versions_that_helm_would_read_otherwise_are_refused() {
+        // Helm reads `--api-versions` as one CSV line: a newline ends the value, commas and
+        // quotes split or unquote it.
+        for value in [
+            "x/v1\ny/v1",
+            "a b/v1",
+            "v1\tapps/v1",
+            "\"apps/v1\"",
+            "apps//v1",
+            "-x/v1",
+        ] {
+            assert_eq!(
+                codes(settings(&env(&[("KUBE_API_VERSIONS", value)]))),
+                [Code::InvalidApiVersionEntry],
+                "{value:?}"
+            );
+        }
+        let two = checked_api_versions(vec!["a,b/v1".into(), "c/v1 ".into()], "--api-versions");
+        assert_eq!(two.unwrap_err().len(), 2, "every bad entry is reported");
     }
 
     #[test]

@@ -2,27 +2,40 @@
 //! everything that can change it, so an unchanged release renders without running Helm.
 //!
 //! - The key hashes nyl's version, the helm binary (version, size, modification time: probed once
-//!   per binary), every file of the chart directory (sorted relative paths and contents, vendored
-//!   `charts/` and the contract included), the values handed to Helm, the release name,
-//!   namespace, kube version, API versions and include-CRDs. Repository paths and modification
-//!   times never enter it: Argo CD unpacks a fresh copy of the repository for every request.
-//! - Remote charts are keyed by repository, chart and version; without an exact version (none, or
-//!   a range) they are not cached, since what Helm resolves can change under the same inputs.
-//!   A version tag is trusted not to move.
-//! - An entry is `nyl-cache-v1 <sha256> <length>\n` followed by the output, verified on every read:
-//!   a corrupt or truncated entry is a miss and a warning, never wrong output.
+//!   per binary), the exact arguments Helm is given (each length-prefixed, as raw bytes) and the
+//!   values on its stdin. A local chart's directory argument is replaced by the digest of every
+//!   file below it (raw file-name bytes and contents, vendored `charts/` and the contract
+//!   included), so repository paths never enter the key: Argo CD unpacks a fresh copy of the
+//!   repository for every request.
+//! - Remote charts are keyed by their arguments (repository, chart, version); without an exact
+//!   version (none, or a range) they are not cached, since what Helm resolves can change under the
+//!   same inputs. A version tag is trusted not to move.
+//! - An entry is `nyl-cache-v2 <key> <sha256> <length>\n` followed by the output, verified on
+//!   every read: a corrupt, truncated or misplaced entry is a miss and a warning, never wrong
+//!   output.
+//! - Only a directory the user owns and nobody else can write is used, and only entries the user
+//!   owns and nobody else can write are served: anything else may hold renders nyl never wrote.
+//!   nyl creates the directory `0700` and entries `0600`. A directory or entry that fails the
+//!   check costs one warning per run; the render goes on without it.
 //! - Writes go to a temporary file renamed into place, so processes sharing the directory see
-//!   whole entries or none. A hit refreshes the entry's modification time; when a run that wrote
-//!   leaves the directory past its bound, the least recently used entries go first.
+//!   whole entries or none. A hit refreshes the entry's modification time.
+//! - Entries live in 256 shard directories (the key's first two hex digits). An index, changed
+//!   only under the directory's lock file, keeps the bytes of each shard; a write adds to it. At
+//!   the end of a run that wrote, eviction sweeps shards from a rotating cursor (at least one, more
+//!   while the estimate is over the bound or shards are unknown), examining a bounded number of
+//!   entries, and removes a swept shard's least recently used entries until the estimate is back
+//!   under the bound: never more than the excess, even with concurrent runs, which take turns.
 //! - A cache that cannot be written costs one warning; the render still succeeds.
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 use tracing::{debug, info, warn};
@@ -30,9 +43,17 @@ use tracing::{debug, info, warn};
 use crate::helm::{Failure, Helm, Template};
 use crate::pipeline::ChartSpec;
 
-const MAGIC: &str = "nyl-cache-v1";
+const MAGIC: &str = "nyl-cache-v2";
+const INDEX_MAGIC: &str = "nyl-cache-index-v1";
 /// The default bound on the cache directory's size.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+/// Entries one eviction may examine, plus [`SWEEP_PER_WRITE`] for each entry the run wrote: a run
+/// can always remove more than it added, so the bound holds over time.
+const SWEEP_BASE: usize = 1024;
+const SWEEP_PER_WRITE: usize = 4;
+const SHARDS: usize = 256;
+/// Temporary files older than this were left by a killed process.
+const STALE: Duration = Duration::from_secs(3600);
 
 /// How a run uses the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -51,12 +72,24 @@ pub struct Cache {
     mode: Mode,
     max_bytes: u64,
     helm_identity: String,
+    uid: u32,
     chart_digests: Mutex<HashMap<PathBuf, String>>,
     hits: AtomicUsize,
     misses: AtomicUsize,
     warned_unwritable: AtomicBool,
-    /// Whether this run wrote an entry (then the size bound is checked at the end).
-    wrote: AtomicBool,
+    /// Entries this run wrote (then the size bound is checked at the end).
+    writes: AtomicUsize,
+}
+
+/// What one eviction did (logged at debug level).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sweep {
+    pub shards: usize,
+    /// Directory entries looked at: never more than the run's budget.
+    pub examined: usize,
+    pub budget: usize,
+    pub removed: usize,
+    pub removed_bytes: u64,
 }
 
 /// Where remembered `helm version` probes live inside a cache directory.
@@ -76,18 +109,79 @@ pub fn default_dir() -> Option<PathBuf> {
         .or_else(|| var("HOME").map(|d| d.join(".cache/nyl")))
 }
 
+/// Creates a directory (and missing parents) that only the user can enter.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// The cache directory, created if missing, when it can be trusted; `None` (after one warning
+/// per run) when it cannot be created or someone else could have written it.
+pub fn open_dir(dir: &Path) -> Option<PathBuf> {
+    let checked = create_private_dir(dir)
+        .and_then(|()| fs::metadata(dir))
+        .map_err(|e| format!("render cache not written ({e})"))
+        .and_then(|meta| match distrust(&meta, euid()) {
+            Some(why) => Err(format!(
+                "render cache directory {why}, so it may hold renders nyl did not write; not used \
+                 (use a directory only you can write: chown it to yourself and chmod 700 it, or \
+                 set NYL_CACHE_DIR)"
+            )),
+            None => Ok(()),
+        });
+    match checked {
+        Ok(()) => Some(dir.to_path_buf()),
+        Err(message) => {
+            warn_once(dir, &message);
+            None
+        }
+    }
+}
+
+/// One warning per run about the cache's trust, however many directories or entries fail.
+fn warn_once(path: &Path, message: &str) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        warn!(path = %path.display(), "{message}; rendering goes on without it");
+    } else {
+        debug!(path = %path.display(), "{message}");
+    }
+}
+
+/// The effective user id, which owns what this process creates.
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Why a cache directory or entry must not be used, if it must not: another user's, or writable
+/// by others, it may hold renders nyl never wrote.
+fn distrust(meta: &fs::Metadata, uid: u32) -> Option<&'static str> {
+    if meta.uid() != uid {
+        Some("is owned by another user")
+    } else if meta.mode() & 0o022 != 0 {
+        Some("is writable by group or others")
+    } else {
+        None
+    }
+}
+
 impl Cache {
-    pub fn new(dir: PathBuf, mode: Mode, max_bytes: u64, helm: &Helm) -> Cache {
+    /// A cache over `dir` as [`open_dir`] returned it; without one, nothing is read or written.
+    pub fn new(dir: Option<PathBuf>, mode: Mode, max_bytes: u64, helm: &Helm) -> Cache {
         Cache {
-            dir,
-            mode,
+            mode: if dir.is_some() { mode } else { Mode::Off },
+            dir: dir.unwrap_or_default(),
             max_bytes,
             helm_identity: helm.identity.clone(),
+            uid: euid(),
             chart_digests: Mutex::new(HashMap::new()),
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
             warned_unwritable: AtomicBool::new(false),
-            wrote: AtomicBool::new(false),
+            writes: AtomicUsize::new(0),
         }
     }
 
@@ -116,11 +210,20 @@ impl Cache {
         Ok(output)
     }
 
-    /// Ends the run: bounds the directory (once, not per write: the walk costs a stat per entry)
-    /// and logs the one-line summary.
+    /// Ends the run: bounds the directory (once, not per write) and logs the one-line summary.
     pub fn finish(&self) {
-        if self.wrote.load(Ordering::Relaxed) {
-            self.evict();
+        if self.writes.load(Ordering::Relaxed) > 0 {
+            match self.evict() {
+                Ok(s) => debug!(
+                    shards = s.shards,
+                    examined = s.examined,
+                    budget = s.budget,
+                    removed = s.removed,
+                    removed_bytes = s.removed_bytes,
+                    "render cache swept"
+                ),
+                Err(e) => debug!("render cache not swept: {e}"),
+            }
         }
         let (hits, misses) = (
             self.hits.load(Ordering::Relaxed),
@@ -137,33 +240,26 @@ impl Cache {
     /// The key of a render, or `None` when it must not be cached (an unpinned remote chart, a
     /// chart directory that cannot be read).
     fn key(&self, t: &Template<'_>) -> Option<String> {
-        let chart = match t.chart {
-            ChartSpec::Local(dir) => format!("local {}", self.chart_digest(dir)?),
+        let content = match t.chart {
+            ChartSpec::Local(dir) => self.chart_digest(dir)?,
             ChartSpec::Remote(remote) => {
                 // Only an exact version pins a chart: a range (`^1.2`, `1.x`) can resolve anew.
                 remote.version.as_deref().filter(|v| is_exact_version(v))?;
-                format!("remote {remote}")
+                String::new()
             }
         };
+        // The chart directory's argument stands for its content; no remote chart's arguments
+        // start so.
+        let args = Helm::template_args_with(t, |_| format!("chart-content:{content}").into());
         let mut h = Sha256::new();
-        let mut field = |name: &str, value: &str| {
-            // Length-prefixed, so no two different inputs serialize alike.
-            h.update(format!("{name} {}\n", value.len()));
-            h.update(value);
-            h.update("\n");
-        };
-        field("nyl", env!("CARGO_PKG_VERSION"));
-        field("helm", &self.helm_identity);
-        field("chart", &chart);
-        field("values", t.values_json);
-        field("release", t.release);
-        field("namespace", t.namespace);
-        field("kube-version", t.kube_version.unwrap_or(""));
-        field("api-versions", &t.api_versions.join("\n"));
-        field(
-            "include-crds",
-            if t.include_crds { "true" } else { "false" },
-        );
+        put(&mut h, MAGIC.as_bytes());
+        put(&mut h, env!("CARGO_PKG_VERSION").as_bytes());
+        put(&mut h, self.helm_identity.as_bytes());
+        put(&mut h, &(args.len() as u64).to_le_bytes());
+        for arg in &args {
+            put(&mut h, arg.as_bytes());
+        }
+        put(&mut h, t.values_json.as_bytes());
         Some(hex(&h.finalize()))
     }
 
@@ -172,17 +268,13 @@ impl Cache {
         if let Some(d) = self.chart_digests.lock().ok()?.get(dir) {
             return Some(d.clone());
         }
-        let mut files: Vec<(String, PathBuf)> = Vec::new();
+        let mut files: Vec<(Vec<u8>, PathBuf)> = Vec::new();
         for entry in walkdir::WalkDir::new(dir) {
             let entry = entry.ok()?;
             if entry.file_type().is_file() {
-                let rel = entry
-                    .path()
-                    .strip_prefix(dir)
-                    .ok()?
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                files.push((rel, entry.into_path()));
+                // Raw bytes: two names that differ only where they are not UTF-8 stay apart.
+                let rel = entry.path().strip_prefix(dir).ok()?.as_os_str().as_bytes();
+                files.push((rel.to_vec(), entry.into_path()));
             } else if entry.path_is_symlink() {
                 // Helm follows links; a render through one is not cached, as its target may
                 // change without the chart changing.
@@ -192,9 +284,8 @@ impl Cache {
         files.sort();
         let mut h = Sha256::new();
         for (rel, path) in files {
-            let content = fs::read(&path).ok()?;
-            h.update(format!("{} {} {}\n", rel.len(), rel, content.len()));
-            h.update(&content);
+            put(&mut h, &rel);
+            put(&mut h, &fs::read(&path).ok()?);
         }
         let digest = hex(&h.finalize());
         if let Ok(mut map) = self.chart_digests.lock() {
@@ -209,39 +300,44 @@ impl Cache {
 
     fn read(&self, key: &str) -> Option<String> {
         let path = self.entry_path(key);
-        let bytes = fs::read(&path).ok()?;
-        match verify(&bytes) {
+        let mut file = fs::File::open(&path).ok()?;
+        // Checked on the open file, so what is read is what was checked.
+        let meta = file.metadata().ok()?;
+        if let Some(why) = distrust(&meta, self.uid) {
+            warn_once(&path, &format!("render cache entry {why}; not used"));
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        file.read_to_end(&mut bytes).ok()?;
+        match verify(&bytes, key) {
             Some(output) => {
-                // Refresh the use time for least-recently-used eviction.
-                if let Ok(file) = fs::File::options().append(true).open(&path) {
-                    let _ = file.set_modified(SystemTime::now());
-                }
+                // Refresh the use time for least-recently-used eviction (the owner may, on a
+                // file opened for reading).
+                let _ = file.set_modified(SystemTime::now());
                 Some(output)
             }
             None => {
+                // Left in place: the write that follows replaces it and keeps the index right.
                 warn!(entry = %path.display(), "corrupt render cache entry ignored; rendering again");
-                let _ = fs::remove_file(&path);
                 None
             }
         }
     }
 
     fn write(&self, key: &str, output: &str) {
-        let path = self.entry_path(key);
-        if let Err(e) = self.write_entry(&path, output) {
+        if let Err(e) = self.store(key, output) {
             if !self.warned_unwritable.swap(true, Ordering::Relaxed) {
                 warn!(dir = %self.dir.display(), "render cache not written ({e}); rendering goes on without it");
             }
             return;
         }
-        self.wrote.store(true, Ordering::Relaxed);
+        self.writes.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn write_entry(&self, path: &Path, output: &str) -> std::io::Result<()> {
-        let parent = path.parent().unwrap_or(&self.dir);
-        fs::create_dir_all(parent)?;
-        let digest = hex(&Sha256::digest(output.as_bytes()));
-        let tmp = parent.join(format!(
+    /// Writes an entry to a temporary file, then renames it into place and counts it, under the
+    /// lock so that the index and the directory agree.
+    fn store(&self, key: &str, output: &str) -> io::Result<()> {
+        let tmp = self.dir.join(format!(
             ".tmp-{}-{:?}-{}",
             std::process::id(),
             std::thread::current().id(),
@@ -250,12 +346,24 @@ impl Cache {
                 .map_or(0, |d| d.as_nanos())
         ));
         let result = (|| {
-            let mut file = fs::File::create(&tmp)?;
-            writeln!(file, "{MAGIC} {digest} {}", output.len())?;
+            let mut file = fs::File::options()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            let digest = hex(&Sha256::digest(output.as_bytes()));
+            writeln!(file, "{MAGIC} {key} {digest} {}", output.len())?;
             file.write_all(output.as_bytes())?;
             // No fsync: an entry torn by a crash fails verification and is a miss, so the rename
             // alone is enough, and a render does not wait for the disk.
-            fs::rename(&tmp, path)
+            let len = file.metadata()?.len();
+            let mut index = Index::lock(&self.dir)?;
+            let path = self.entry_path(key);
+            create_private_dir(path.parent().unwrap_or(&self.dir))?;
+            let replaced = fs::symlink_metadata(&path).map_or(0, |m| m.len());
+            fs::rename(&tmp, &path)?;
+            index.add(shard_of(key), len, replaced);
+            index.save()
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
@@ -263,49 +371,242 @@ impl Cache {
         result
     }
 
-    /// Removes least recently used entries while the directory is over its bound, and temporary
-    /// files that a killed process left behind (older than an hour).
-    fn evict(&self) {
-        let hour_ago = SystemTime::now() - std::time::Duration::from_secs(3600);
-        for e in walkdir::WalkDir::new(&self.dir)
-            .into_iter()
-            .filter_map(Result::ok)
+    /// Sweeps shards from the index's cursor, removing least recently used entries of the swept
+    /// shards while the estimated size is over the bound, and temporary files that a killed
+    /// process left behind. Work is bounded by the number of entries examined.
+    fn evict(&self) -> io::Result<Sweep> {
+        let mut index = Index::lock(&self.dir)?;
+        let mut sweep = Sweep {
+            budget: SWEEP_BASE + SWEEP_PER_WRITE * self.writes.load(Ordering::Relaxed),
+            ..Sweep::default()
+        };
+        sweep.examined += remove_stale(&self.dir, sweep.budget);
+        while sweep.shards < SHARDS
+            && sweep.examined < sweep.budget
+            && (sweep.shards == 0 || index.estimate() > self.max_bytes || index.unknown() > 0)
         {
-            let stale = e.file_name().to_string_lossy().starts_with(".tmp-")
-                && e.metadata()
-                    .ok()
-                    .and_then(|m| m.modified().ok())
-                    .is_some_and(|t| t < hour_ago);
-            if stale {
-                let _ = fs::remove_file(e.path());
+            // Shards the index lost go first: until they are counted the estimate is a guess.
+            let shard = (0..SHARDS)
+                .map(|i| (index.cursor + i) % SHARDS)
+                .find(|&s| index.shards[s].is_none())
+                .unwrap_or(index.cursor);
+            if !self.sweep_shard(&mut index, shard, &mut sweep) {
+                break;
+            }
+            index.cursor = (shard + 1) % SHARDS;
+            sweep.shards += 1;
+        }
+        index.save()?;
+        Ok(sweep)
+    }
+
+    /// Counts one shard (within what is left of the budget) and removes its oldest entries while
+    /// the estimate is over the bound. False when the budget ran out before the shard was seen
+    /// whole.
+    fn sweep_shard(&self, index: &mut Index, shard: usize, sweep: &mut Sweep) -> bool {
+        let dir = self.dir.join(format!("{shard:02x}"));
+        let listing = match fs::read_dir(&dir) {
+            Ok(listing) => listing,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                index.shards[shard] = Some(0);
+                return true;
+            }
+            Err(_) => return true,
+        };
+        let mut entries: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
+        let mut whole = true;
+        for item in listing.filter_map(Result::ok) {
+            if sweep.examined >= sweep.budget {
+                whole = false;
+                break;
+            }
+            sweep.examined += 1;
+            let Ok(meta) = item.metadata() else { continue };
+            let name = item.file_name();
+            if name.as_bytes().ends_with(b".entry") && meta.is_file() {
+                if let Ok(used) = meta.modified() {
+                    entries.push((used, meta.len(), item.path()));
+                }
+            } else if is_stale_tmp(name.as_bytes(), &meta) {
+                let _ = fs::remove_file(item.path());
             }
         }
-        let mut entries: Vec<(SystemTime, u64, PathBuf)> = walkdir::WalkDir::new(&self.dir)
-            .into_iter()
-            .filter_map(Result::ok)
-            .filter(|e| {
-                e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "entry")
-            })
-            .filter_map(|e| {
-                let meta = e.metadata().ok()?;
-                Some((meta.modified().ok()?, meta.len(), e.into_path()))
-            })
-            .collect();
-        let mut total: u64 = entries.iter().map(|e| e.1).sum();
-        if total <= self.max_bytes {
-            return;
+        if whole {
+            let bytes = entries.iter().map(|e| e.1).sum();
+            index.shards[shard] = Some(bytes);
+            index.sample = (index.sample.0 + bytes, index.sample.1 + 1);
         }
+        let mut excess = index.estimate().saturating_sub(self.max_bytes);
         entries.sort();
         for (_, len, path) in entries {
-            if total <= self.max_bytes {
+            if excess == 0 {
                 break;
             }
             if fs::remove_file(&path).is_ok() {
                 debug!(entry = %path.display(), "render cache entry evicted");
-                total = total.saturating_sub(len);
+                excess = excess.saturating_sub(len);
+                index.add(shard, 0, len);
+                sweep.removed += 1;
+                sweep.removed_bytes += len;
+            }
+        }
+        whole
+    }
+}
+
+/// The cache directory's accounting, read and changed only while its lock is held: the bytes of
+/// each shard (`None` for a shard not counted since the index was lost) and where the next
+/// sweep starts.
+struct Index {
+    path: PathBuf,
+    shards: Vec<Option<u64>>,
+    cursor: usize,
+    /// Bytes and number of the shards this sweep counted before removing anything: the best
+    /// guess for a shard not counted yet.
+    sample: (u64, u64),
+    /// Held until the index is dropped: other processes wait at [`Index::lock`].
+    _lock: fs::File,
+}
+
+impl Index {
+    fn lock(dir: &Path) -> io::Result<Index> {
+        let lock = fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(dir.join("lock"))?;
+        lock.lock()?;
+        let path = dir.join("index");
+        let (shards, cursor) = fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| parse_index(&text))
+            .unwrap_or_else(|| (lost_index(dir), 0));
+        Ok(Index {
+            path,
+            shards,
+            cursor,
+            sample: (0, 0),
+            _lock: lock,
+        })
+    }
+
+    fn add(&mut self, shard: usize, added: u64, removed: u64) {
+        if let Some(bytes) = &mut self.shards[shard] {
+            *bytes = (*bytes + added).saturating_sub(removed);
+        }
+    }
+
+    fn unknown(&self) -> usize {
+        self.shards.iter().filter(|s| s.is_none()).count()
+    }
+
+    /// The directory's size: the counted shards, and for each other one the mean of the shards
+    /// this sweep counted (keys spread evenly over shards), else of the counted shards that hold
+    /// something.
+    fn estimate(&self) -> u64 {
+        let counted = self.shards.iter().flatten();
+        let (sum, n) = match self.sample {
+            (_, 0) => counted
+                .clone()
+                .filter(|b| **b > 0)
+                .fold((0, 0), |(s, n), b| (s + b, n + 1)),
+            sample => sample,
+        };
+        counted.sum::<u64>() + sum / n.max(1) * self.unknown() as u64
+    }
+
+    fn save(&self) -> io::Result<()> {
+        let values: Vec<String> = self
+            .shards
+            .iter()
+            .map(|s| s.map_or("-".to_string(), |b| b.to_string()))
+            .collect();
+        let tmp = self.path.with_extension("tmp");
+        let text = format!("{INDEX_MAGIC} {}\n{}\n", self.cursor, values.join(" "));
+        fs::File::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?
+            .write_all(text.as_bytes())?;
+        fs::rename(&tmp, &self.path)
+    }
+}
+
+fn parse_index(text: &str) -> Option<(Vec<Option<u64>>, usize)> {
+    let (header, values) = text.split_once('\n')?;
+    let cursor = header
+        .strip_prefix(INDEX_MAGIC)?
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|c| *c < SHARDS)?;
+    let shards = values
+        .split_whitespace()
+        .map(|v| match v {
+            "-" => Some(None),
+            _ => v.parse().ok().map(Some),
+        })
+        .collect::<Option<Vec<_>>>()?;
+    (shards.len() == SHARDS).then_some((shards, cursor))
+}
+
+/// A fresh index for a directory without a readable one: a shard directory that does not exist is
+/// empty, one that exists is not counted yet.
+fn lost_index(dir: &Path) -> Vec<Option<u64>> {
+    let mut shards = vec![Some(0); SHARDS];
+    match fs::read_dir(dir) {
+        Ok(listing) => {
+            for item in listing.filter_map(Result::ok) {
+                let name = item.file_name();
+                let shard = std::str::from_utf8(name.as_bytes())
+                    .ok()
+                    .filter(|n| n.len() == 2)
+                    .and_then(|n| usize::from_str_radix(n, 16).ok());
+                if let Some(shard) = shard {
+                    shards[shard] = None;
+                }
+            }
+        }
+        Err(_) => shards = vec![None; SHARDS],
+    }
+    shards
+}
+
+/// Removes stale temporary files from the top of the cache directory (where entries are
+/// written); returns how many names it looked at, at most `budget`.
+fn remove_stale(dir: &Path, budget: usize) -> usize {
+    let Ok(listing) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut examined = 0;
+    for item in listing.filter_map(Result::ok).take(budget) {
+        examined += 1;
+        let name = item.file_name();
+        if let Ok(meta) = item.metadata() {
+            if is_stale_tmp(name.as_bytes(), &meta) {
+                let _ = fs::remove_file(item.path());
             }
         }
     }
+    examined
+}
+
+fn is_stale_tmp(name: &[u8], meta: &fs::Metadata) -> bool {
+    name.starts_with(b".tmp-") && meta.modified().is_ok_and(|t| t < SystemTime::now() - STALE)
+}
+
+/// The shard of a key: its first two hex digits.
+fn shard_of(key: &str) -> usize {
+    usize::from_str_radix(&key[..2], 16).unwrap_or(0)
+}
+
+/// Hashes `bytes` after their length, so no two different sequences hash alike.
+fn put(h: &mut Sha256, bytes: &[u8]) {
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(bytes);
 }
 
 /// `1.2.3`, `v1.2.3`, `1.2.3-rc.1+build`: a semantic version, no range.
@@ -322,18 +623,23 @@ fn is_exact_version(v: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-+.".contains(&b))
 }
 
-/// The output of an entry whose header matches its content.
-fn verify(bytes: &[u8]) -> Option<String> {
+/// The output of an entry whose header names `key` and matches its content.
+fn verify(bytes: &[u8], key: &str) -> Option<String> {
     let newline = bytes.iter().position(|b| *b == b'\n')?;
     let header = std::str::from_utf8(&bytes[..newline]).ok()?;
     let body = &bytes[newline + 1..];
     let mut parts = header.split(' ');
-    let (magic, digest, len) = (
+    let (magic, entry_key, digest, len) = (
+        parts.next()?,
         parts.next()?,
         parts.next()?,
         parts.next()?.parse::<usize>().ok()?,
     );
-    if magic != MAGIC || len != body.len() || hex(&Sha256::digest(body)) != digest {
+    if magic != MAGIC
+        || entry_key != key
+        || len != body.len()
+        || hex(&Sha256::digest(body)) != digest
+    {
         return None;
     }
     String::from_utf8(body.to_vec()).ok()
@@ -347,23 +653,56 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::objects::RemoteChart;
+    use std::ffi::OsStr;
+    use std::os::unix::fs::PermissionsExt;
 
-    fn key(helm_version: &str, version: Option<&str>, kube: Option<&str>) -> Option<String> {
-        let helm = Helm::unprobed(helm_version, &format!("{helm_version} 1 2"));
-        let cache = Cache::new(PathBuf::from("/nonexistent"), Mode::ReadWrite, 0, &helm);
-        let chart = ChartSpec::Remote(RemoteChart {
+    fn helm(version: &str) -> Helm {
+        Helm::unprobed(version, &format!("{version} 1 2"))
+    }
+
+    /// A fresh directory for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("nyl-cache-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        create_private_dir(&dir).unwrap();
+        dir
+    }
+
+    fn cache(dir: &Path, max_bytes: u64) -> Cache {
+        Cache::new(
+            Some(dir.to_path_buf()),
+            Mode::ReadWrite,
+            max_bytes,
+            &helm("v4.3.1"),
+        )
+    }
+
+    fn template<'a>(chart: &'a ChartSpec, apis: &'a [String]) -> Template<'a> {
+        Template {
+            release: "r",
+            namespace: "n",
+            chart,
+            values_json: "{}",
+            kube_version: None,
+            api_versions: apis,
+            include_crds: true,
+        }
+    }
+
+    fn remote(version: Option<&str>) -> ChartSpec {
+        ChartSpec::Remote(RemoteChart {
             repository: "https://charts.example.com".into(),
             chart: Some("app".into()),
             version: version.map(str::to_string),
-        });
-        cache.key(&Template {
-            release: "r",
-            namespace: "n",
-            chart: &chart,
-            values_json: "{}",
+        })
+    }
+
+    fn key(helm_version: &str, version: Option<&str>, kube: Option<&str>) -> Option<String> {
+        let c = Cache::new(None, Mode::ReadWrite, 0, &helm(helm_version));
+        let chart = remote(version);
+        c.key(&Template {
             kube_version: kube,
-            api_versions: &[],
-            include_crds: true,
+            ..template(&chart, &[])
         })
     }
 
@@ -382,24 +721,181 @@ mod tests {
     }
 
     #[test]
-    fn entries_verify_only_when_whole() {
+    fn api_version_lists_that_join_alike_have_different_keys() {
+        let c = Cache::new(None, Mode::ReadWrite, 0, &helm("v4.3.1"));
+        let chart = remote(Some("1.0.0"));
+        let keys: Vec<String> = [
+            vec!["x/v1\ny/v1".to_string()],
+            vec!["x/v1".to_string(), "y/v1".to_string()],
+            vec!["x/v1y/v1".to_string()],
+        ]
+        .iter()
+        .map(|apis| c.key(&template(&chart, apis)).unwrap())
+        .collect();
+        assert_ne!(keys[0], keys[1]);
+        assert_ne!(keys[0], keys[2]);
+        assert_ne!(keys[1], keys[2]);
+    }
+
+    #[test]
+    fn chart_trees_differing_only_in_a_non_utf8_file_name_have_different_keys() {
+        let top = scratch("non-utf8");
+        let c = cache(&top, u64::MAX);
+        let mut keys = Vec::new();
+        for (i, byte) in [0xfeu8, 0xffu8].into_iter().enumerate() {
+            let dir = top.join(format!("chart{i}"));
+            fs::create_dir_all(dir.join("templates")).unwrap();
+            fs::write(dir.join("Chart.yaml"), "name: c\n").unwrap();
+            // Both names read as `cm-\u{fffd}.yaml` when converted lossily.
+            let name = [b'c', b'm', b'-', byte, b'.', b'y', b'a', b'm', b'l'];
+            let path = dir.join("templates").join(OsStr::from_bytes(&name));
+            fs::write(path, "kind: ConfigMap\n").unwrap();
+            keys.push(c.key(&template(&ChartSpec::Local(dir), &[])).unwrap());
+        }
+        assert_ne!(keys[0], keys[1]);
+        let _ = fs::remove_dir_all(&top);
+    }
+
+    #[test]
+    fn entries_verify_only_when_whole_and_for_their_own_key() {
         let body = "---\nkind: ConfigMap\n";
+        let key = "ab".repeat(32);
         let entry = format!(
-            "{MAGIC} {} {}\n{body}",
+            "{MAGIC} {key} {} {}\n{body}",
             hex(&Sha256::digest(body)),
             body.len()
         );
-        assert_eq!(verify(entry.as_bytes()).as_deref(), Some(body));
+        assert_eq!(verify(entry.as_bytes(), &key).as_deref(), Some(body));
+        assert_eq!(verify(entry.as_bytes(), &"cd".repeat(32)), None, "moved");
         assert_eq!(
-            verify(&entry.as_bytes()[..entry.len() - 3]),
+            verify(&entry.as_bytes()[..entry.len() - 3], &key),
             None,
             "truncated"
         );
         assert_eq!(
-            verify(entry.replace("ConfigMap", "ConfigMaq").as_bytes()),
+            verify(entry.replace("ConfigMap", "ConfigMaq").as_bytes(), &key),
             None,
             "corrupt"
         );
-        assert_eq!(verify(b"garbage"), None);
+        assert_eq!(verify(b"garbage", &key), None);
+    }
+
+    #[test]
+    fn only_what_the_user_alone_can_write_is_trusted() {
+        let dir = scratch("trust");
+        let file = dir.join("f");
+        fs::write(&file, "x").unwrap();
+        let me = euid();
+        let set = |mode: u32| fs::set_permissions(&file, fs::Permissions::from_mode(mode)).unwrap();
+        set(0o600);
+        assert_eq!(distrust(&fs::metadata(&file).unwrap(), me), None);
+        set(0o644);
+        assert_eq!(distrust(&fs::metadata(&file).unwrap(), me), None);
+        // Whoever runs the test, a uid other than the owner's is another user.
+        assert_eq!(
+            distrust(&fs::metadata(&file).unwrap(), me.wrapping_add(1)),
+            Some("is owned by another user")
+        );
+        for mode in [0o620, 0o602, 0o666] {
+            set(mode);
+            assert_eq!(
+                distrust(&fs::metadata(&file).unwrap(), me),
+                Some("is writable by group or others"),
+                "{mode:o}"
+            );
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_entry_others_can_write_is_not_served() {
+        let dir = scratch("planted");
+        let c = cache(&dir, u64::MAX);
+        let key = "ab".repeat(32);
+        c.write(&key, "kind: ConfigMap\n");
+        let path = c.entry_path(&key);
+        assert_eq!(
+            fs::metadata(&path).unwrap().mode() & 0o777,
+            0o600,
+            "entries are private"
+        );
+        assert_eq!(c.read(&key).as_deref(), Some("kind: ConfigMap\n"));
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(c.read(&key), None);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Writes `n` entries of `len` bytes each with distinct, increasing use times.
+    fn fill(c: &Cache, n: usize, len: usize) -> Vec<String> {
+        let keys: Vec<String> = (0..n)
+            .map(|i| hex(&Sha256::digest(i.to_le_bytes())))
+            .collect();
+        for (i, key) in keys.iter().enumerate() {
+            c.write(key, &"x".repeat(len));
+            let file = fs::File::open(c.entry_path(key)).unwrap();
+            file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + i as u64))
+                .unwrap();
+        }
+        keys
+    }
+
+    fn entries(dir: &Path) -> Vec<u64> {
+        walkdir::WalkDir::new(dir)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "entry"))
+            .map(|e| e.metadata().unwrap().len())
+            .collect()
+    }
+
+    #[test]
+    fn concurrent_evictions_remove_no_more_than_the_excess() {
+        let dir = scratch("concurrent-evict");
+        fill(&cache(&dir, u64::MAX), 60, 1000);
+        let size: u64 = entries(&dir).iter().sum();
+        let one = size / 60;
+        // Ten entries too many: each process sees the same excess, but they take turns.
+        let max = size - 10 * one;
+        let sweeps: Vec<Sweep> = std::thread::scope(|s| {
+            let runs: Vec<_> = (0..2)
+                .map(|_| s.spawn(|| cache(&dir, max).evict().unwrap()))
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let removed: usize = sweeps.iter().map(|s| s.removed).sum();
+        assert_eq!(removed, 10, "{sweeps:?}");
+        assert_eq!(entries(&dir).iter().sum::<u64>(), max);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn eviction_examines_a_bounded_number_of_entries_and_still_converges() {
+        let dir = scratch("bounded-evict");
+        // A cache written without an index (as by an earlier nyl): 5000 entries of 100 bytes.
+        for i in 0..5000u32 {
+            let key = hex(&Sha256::digest(i.to_le_bytes()));
+            let shard = dir.join(&key[..2]);
+            create_private_dir(&shard).unwrap();
+            fs::write(shard.join(format!("{key}.entry")), [b'x'; 100]).unwrap();
+        }
+        let c = cache(&dir, 125_000);
+        c.writes.store(1, Ordering::Relaxed);
+        let mut runs = 0;
+        loop {
+            let sweep = c.evict().unwrap();
+            runs += 1;
+            assert!(
+                sweep.examined <= sweep.budget && sweep.budget == SWEEP_BASE + SWEEP_PER_WRITE,
+                "{sweep:?}"
+            );
+            if entries(&dir).iter().sum::<u64>() <= 125_000 {
+                break;
+            }
+            assert!(runs < 20, "the bound is reached over runs");
+        }
+        // Once every shard is counted, the index is exact: the bound holds and nothing more went.
+        let total: u64 = entries(&dir).iter().sum();
+        assert!(total > 118_000, "not over-evicted: {total}");
+        let _ = fs::remove_dir_all(&dir);
     }
 }

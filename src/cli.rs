@@ -404,7 +404,11 @@ fn render(args: RenderArgs) -> ExitCode {
     let api_versions = if args.api_versions.is_empty() {
         argocd::api_versions(env_var("KUBE_API_VERSIONS").as_deref())
     } else {
-        args.api_versions
+        argocd::checked_api_versions(args.api_versions, "--api-versions")
+    };
+    let api_versions = match api_versions {
+        Ok(entries) => entries,
+        Err(problems) => return ExitCode::from(report_diagnostics(problems, &Catalog::default())),
     };
     let request = render::Request {
         inputs: args.inputs.request(),

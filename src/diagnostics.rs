@@ -185,6 +185,12 @@ codes! {
     DuplicateObject = "duplicate_object", Error, Input;
     /// No `nyl.toml` was found in the input path or any directory above it.
     ProjectNotFound = "project_not_found", Error, Input;
+    /// An API version handed to Helm (from a Cluster's `spec.kubernetes.apiVersions`,
+    /// `--api-versions` or `KUBE_API_VERSIONS`) is not `version`, `group/version` or
+    /// `group/version/Kind`. Helm splits the flag's value at commas and reads only its first line,
+    /// so an entry holding a comma, a newline or whitespace would not reach the chart as written.
+    /// List each API version as an entry of its own.
+    InvalidApiVersionEntry = "invalid_api_version_entry", Error, Input;
     /// `--target NAME` names neither a DeploymentTarget nor a Cluster.
     TargetNotFound = "target_not_found", Error, Input;
     /// A DeploymentTarget's `spec.clusterRef.name` (or its own name, by default) names no Cluster.

@@ -188,6 +188,15 @@ impl Helm {
     /// The arguments of `helm template` for `t`, values read from stdin. Every flag carries its
     /// value after `=`, and `--` ends the flags, so no value can be read as a flag of its own.
     pub fn template_args(t: &Template<'_>) -> Vec<OsString> {
+        Self::template_args_with(t, |dir| dir.into())
+    }
+
+    /// The same, with `local_chart` writing a local chart directory's argument: the render cache
+    /// keys a chart by its content, not by where it is.
+    pub fn template_args_with(
+        t: &Template<'_>,
+        local_chart: impl FnOnce(&Path) -> OsString,
+    ) -> Vec<OsString> {
         let flag = |name: &str, value: &str| OsString::from(format!("--{name}={value}"));
         let mut args: Vec<OsString> = vec!["template".into(), flag("namespace", t.namespace)];
         if let Some(v) = t.kube_version {
@@ -201,7 +210,7 @@ impl Helm {
         }
         args.push(flag("values", "-"));
         let chart = match t.chart {
-            ChartSpec::Local(dir) => dir.into(),
+            ChartSpec::Local(dir) => local_chart(dir),
             ChartSpec::Remote(remote) => {
                 let (repo, chart) = remote_chart(remote);
                 if let Some(repo) = repo {
@@ -316,7 +325,7 @@ fn probe_version(path: &Path, timeout: Duration) -> Result<String, Diagnostic> {
 fn remember(probe: &Path, version: &str) {
     let Some(dir) = probe.parent() else { return };
     let tmp = dir.join(format!(".tmp-{}", std::process::id()));
-    let stored = fs::create_dir_all(dir)
+    let stored = crate::cache::create_private_dir(dir)
         .and_then(|()| fs::write(&tmp, version))
         .and_then(|()| fs::rename(&tmp, probe));
     if stored.is_err() {

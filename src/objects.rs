@@ -387,6 +387,21 @@ pub fn cluster(doc: &Node, object: ObjectId) -> Result<Cluster, Vec<Diagnostic>>
     let name = checked_name(doc, &display, NameRule::Object)?;
     let spec = doc.field("spec");
     let kubernetes = spec.and_then(|s| s.field("kubernetes"));
+    let api_versions = strings(kubernetes.and_then(|k| k.field("apiVersions")));
+    let problems: Vec<Diagnostic> = api_versions
+        .iter()
+        .filter_map(|(entry, loc)| {
+            check_api_version(entry).err().map(|why| {
+                Diagnostic::new(Code::InvalidApiVersionEntry, why)
+                    .at(*loc)
+                    .object(&display)
+                    .path("spec.kubernetes.apiVersions")
+            })
+        })
+        .collect();
+    if !problems.is_empty() {
+        return Err(problems);
+    }
     Ok(Cluster {
         name,
         object,
@@ -400,10 +415,7 @@ pub fn cluster(doc: &Node, object: ObjectId) -> Result<Cluster, Vec<Diagnostic>>
             .and_then(|k| k.field("kubeVersion"))
             .and_then(Node::as_str)
             .map(str::to_string),
-        api_versions: strings(kubernetes.and_then(|k| k.field("apiVersions")))
-            .into_iter()
-            .map(|(s, _)| s)
-            .collect(),
+        api_versions: api_versions.into_iter().map(|(s, _)| s).collect(),
     })
 }
 
@@ -821,6 +833,28 @@ pub fn check_name(name: &str, rule: NameRule) -> Result<(), String> {
         ))
     } else {
         Ok(())
+    }
+}
+
+/// Checks an entry of Helm's `--api-versions`: `version`, `group/version` or
+/// `group/version/Kind`, each part letters, digits, '.' and '-' starting with a letter or digit.
+/// Helm reads the flag as a line of comma-separated values, so an entry holding a comma, a quote, a
+/// newline or whitespace would reach `.Capabilities.APIVersions` as something else than written.
+pub fn check_api_version(entry: &str) -> Result<(), String> {
+    let part_ok = |p: &str| {
+        p.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-".contains(&b))
+    };
+    let parts = entry.split('/').count();
+    if (1..=3).contains(&parts) && entry.split('/').all(part_ok) {
+        Ok(())
+    } else {
+        Err(format!(
+            "API version {entry:?} is not `version`, `group/version` or `group/version/Kind` \
+             (letters, digits, '.' and '-'); give each API version as an entry of its own, not \
+             joined by commas, spaces or newlines"
+        ))
     }
 }
 

@@ -181,11 +181,13 @@ impl Tree<'_> {
         if pending.is_empty() {
             return true;
         }
-        let probes = req
+        // Probes and entries are read only from a directory nobody else can write.
+        let cache_dir = req
             .cache_dir
             .as_deref()
             .filter(|_| req.cache != cache::Mode::Off)
-            .map(cache::probes_dir);
+            .and_then(cache::open_dir);
+        let probes = cache_dir.as_deref().map(cache::probes_dir);
         let limits = self.session.project.config.limits;
         let timeout = limits.helm_timeout_seconds.map_or(req.helm_timeout, |s| {
             req.helm_timeout.min(Duration::from_secs(s))
@@ -197,16 +199,7 @@ impl Tree<'_> {
                 return false;
             }
         };
-        let cache = Cache::new(
-            req.cache_dir.clone().unwrap_or_default(),
-            if req.cache_dir.is_some() {
-                req.cache
-            } else {
-                cache::Mode::Off
-            },
-            req.cache_max_bytes,
-            &helm,
-        );
+        let cache = Cache::new(cache_dir, req.cache, req.cache_max_bytes, &helm);
         let mut ok = true;
         while !pending.is_empty() {
             pending.retain(|&i| self.admit(i) && self.schema_ok(i));

@@ -271,3 +271,240 @@ fn the_cache_stays_within_its_bound() {
     assert!(!sizes.is_empty() && sizes.len() < 5, "{sizes:?}");
     assert!(sizes.iter().sum::<u64>() <= 1500, "{sizes:?}");
 }
+
+/// The owner of a file this process just created: the user the tests run as.
+fn my_uid(dir: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let probe = dir.join("uid-probe");
+    fs::write(&probe, "").unwrap();
+    let uid = fs::metadata(&probe).unwrap().uid();
+    fs::remove_file(&probe).unwrap();
+    uid
+}
+
+fn entry_files(cache: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = walkdir::WalkDir::new(cache)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "entry"))
+        .map(|e| e.into_path())
+        .collect();
+    entries.sort();
+    entries
+}
+
+/// Overwrites every entry with a well-formed one (right key, digest and length) whose output
+/// is not what Helm rendered, as someone who can write the cache directory could.
+fn forge(cache: &Path) {
+    use sha2::{Digest, Sha256};
+    let body = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged\n";
+    let digest: String = Sha256::digest(body)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    for entry in entry_files(cache) {
+        let key = entry.file_stem().unwrap().to_str().unwrap().to_string();
+        fs::write(
+            &entry,
+            format!("nyl-cache-v2 {key} {digest} {}\n{body}", body.len()),
+        )
+        .unwrap();
+    }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn planted_entries_are_served_only_from_what_the_user_alone_can_write() {
+    let (repo, cache) = setup("cache-planted");
+    let cold = render(&repo, &cache, "");
+    assert_eq!(cold.status, 0, "{}", cold.stderr);
+    forge(&cache);
+    // The control: forged entries in the user's own private directory are served (so the
+    // forgery is well-formed and the cases below would show it).
+    assert!(render(&repo, &cache, "").stdout.contains("name: forged"));
+
+    let untrusted = |run: &Run, why: &str| {
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        assert_eq!(run.stdout, cold.stdout, "rendered anew, not planted");
+        assert_eq!(run.stderr.matches(why).count(), 1, "{}", run.stderr);
+    };
+
+    // A directory others can write (as a 777 one another user pre-created): not used at all.
+    chmod(&cache, 0o777);
+    let run = render(&repo, &cache, "");
+    untrusted(
+        &run,
+        "render cache directory is writable by group or others",
+    );
+    assert!(!run.stderr.contains("render cache:"), "{}", run.stderr);
+    chmod(&cache, 0o700);
+
+    // Entries others can write: each rendered again (and replaced), one warning for the run.
+    forge(&cache);
+    for entry in entry_files(&cache) {
+        chmod(&entry, 0o666);
+    }
+    let run = render(&repo, &cache, "");
+    untrusted(&run, "render cache entry is writable by group or others");
+    assert_eq!(run.counts(), (0, 5));
+    assert_eq!(
+        render(&repo, &cache, "").counts(),
+        (5, 0),
+        "replaced by own"
+    );
+
+    // Another user's entries or directory. As root the test plants them for `nobody`; as any
+    // other user it cannot, and points the cache at `/`, which root owns.
+    forge(&cache);
+    if my_uid(cache.parent().unwrap()) == 0 {
+        for entry in entry_files(&cache) {
+            std::os::unix::fs::chown(&entry, Some(65534), Some(65534)).unwrap();
+        }
+        untrusted(
+            &render(&repo, &cache, ""),
+            "render cache entry is owned by another user",
+        );
+        std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
+        untrusted(
+            &render(&repo, &cache, ""),
+            "render cache directory is owned by another user",
+        );
+    } else {
+        untrusted(
+            &render(&repo, Path::new("/"), ""),
+            "render cache directory is owned by another user",
+        );
+    }
+}
+
+#[test]
+fn a_new_cache_directory_is_private() {
+    use std::os::unix::fs::MetadataExt;
+    let (repo, cache) = setup("cache-private");
+    let cache = cache.join("nested/nyl");
+    assert_eq!(render(&repo, &cache, "").status, 0);
+    assert_eq!(fs::metadata(&cache).unwrap().mode() & 0o777, 0o700);
+    for entry in entry_files(&cache) {
+        assert_eq!(fs::metadata(&entry).unwrap().mode() & 0o777, 0o600);
+    }
+}
+
+#[test]
+fn api_versions_helm_would_read_otherwise_are_refused_not_cached() {
+    let (repo, cache) = setup("cache-api-versions");
+    let target = repo.join("targets/prod.yaml");
+    // Helm reads only the first line of `--api-versions`: with the newline this Cluster would
+    // render as if it served only x/v1, under the key of the two-entry list below.
+    edit(
+        &target,
+        "      - monitoring.coreos.com/v1",
+        "      - \"x/v1\\nmonitoring.coreos.com/v1\"",
+    );
+    let run = render(&repo, &cache, "");
+    assert_eq!(run.status, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("targets/prod.yaml:9: error invalid_api_version_entry"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty());
+    assert!(entry_files(&cache).is_empty(), "nothing rendered or cached");
+
+    edit(
+        &target,
+        "      - \"x/v1\\nmonitoring.coreos.com/v1\"",
+        "      - x/v1\n      - monitoring.coreos.com/v1",
+    );
+    let run = render(&repo, &cache, "");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("hasMonitoring: \"true\""));
+}
+
+#[test]
+fn chart_file_names_count_as_bytes() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    // Two repositories whose charts differ only in a file name that is not UTF-8 (0xfe, 0xff:
+    // alike when converted lossily); the chart prints its files' names.
+    let (first, cache) = setup("cache-file-names");
+    let second = first.parent().unwrap().join("second");
+    fs::create_dir_all(&second).unwrap();
+    copy_dir(&first, &second);
+    let mut outputs = Vec::new();
+    for (repo, byte) in [(&first, 0xfe_u8), (&second, 0xff_u8)] {
+        let chart = repo.join("components/example/v1/Dump");
+        fs::write(
+            chart.join("templates/files.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: files\ndata:\n  names: \
+             \"{{ range $path, $_ := .Files.Glob \"files/*\" }}{{ $path | b64enc }}{{ end }}\"\n",
+        )
+        .unwrap();
+        fs::create_dir_all(chart.join("files")).unwrap();
+        fs::write(
+            chart.join("files").join(OsStr::from_bytes(&[b'f', byte])),
+            "",
+        )
+        .unwrap();
+        let run = render(repo, &cache, "");
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        outputs.push(run.stdout);
+    }
+    // base64 of "files/f\xfe" and "files/f\xff".
+    assert!(
+        outputs[0].contains("names: \"ZmlsZXMvZv4=\""),
+        "{}",
+        outputs[0]
+    );
+    assert!(
+        outputs[1].contains("names: \"ZmlsZXMvZv8=\""),
+        "{}",
+        outputs[1]
+    );
+}
+
+#[test]
+fn eviction_examines_a_bounded_number_of_entries() {
+    let (repo, cache) = setup("cache-evict-bounded");
+    // 3000 entries an earlier nyl left without an index: no run stats them all.
+    for i in 0..3000 {
+        let shard = cache.join(format!("{:02x}", i % 256));
+        fs::create_dir_all(&shard).unwrap();
+        fs::write(shard.join(format!("{i:064x}.entry")), [b'x'; 10]).unwrap();
+    }
+    let env = [
+        ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
+        ("NYL_CACHE_MAX_BYTES".to_string(), "20000".to_string()),
+        (
+            "RUST_LOG".to_string(),
+            "nyl_render::cache=debug".to_string(),
+        ),
+    ];
+    let (status, _, stderr) = nyl(
+        &repo,
+        &args("render --target prod-eu-1 -j 1 apps/dump.yaml apps/nested.yaml apps/helmchart.yaml"),
+        &env,
+    );
+    assert_eq!(status, 0, "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("render cache swept"))
+        .unwrap_or_else(|| panic!("no sweep logged: {stderr}"));
+    let field = |name: &str| -> usize {
+        line.split(&format!("{name}="))
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    assert!(field("examined") <= field("budget"), "{line}");
+    assert!(field("budget") < 3000, "{line}");
+    assert!(
+        field("removed") > 0,
+        "over its bound, the cache shrank: {line}"
+    );
+}
