@@ -83,13 +83,13 @@ pub struct Cache {
 
 /// What one eviction did (logged at debug level).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sweep {
-    pub shards: usize,
+struct Sweep {
+    shards: usize,
     /// Directory entries looked at: never more than the run's budget.
-    pub examined: usize,
-    pub budget: usize,
-    pub removed: usize,
-    pub removed_bytes: u64,
+    examined: usize,
+    budget: usize,
+    removed: usize,
+    removed_bytes: u64,
 }
 
 /// Where remembered `helm version` probes live inside a cache directory.
@@ -248,8 +248,8 @@ impl Cache {
                 String::new()
             }
         };
-        // The chart directory's argument stands for its content; no remote chart's arguments
-        // start so.
+        // The chart directory's argument stands for its content. A remote chart's arguments
+        // never read alike: they hold `--repo=` or an `oci://` reference.
         let args = Helm::template_args_with(t, |_| format!("chart-content:{content}").into());
         let mut h = Sha256::new();
         put(&mut h, MAGIC.as_bytes());
