@@ -300,15 +300,17 @@ impl Cache {
 
     fn read(&self, key: &str) -> Option<String> {
         let path = self.entry_path(key);
-        let mut file = fs::File::open(&path).ok()?;
+        let file = fs::File::open(&path).ok()?;
         // Checked on the open file, so what is read is what was checked.
         let meta = file.metadata().ok()?;
         if let Some(why) = distrust(&meta, self.uid) {
             warn_once(&path, &format!("render cache entry {why}; not used"));
             return None;
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        file.read_to_end(&mut bytes).ok()?;
+        // Exactly the length checked (entries are never written after their rename), in one
+        // read: `read_to_end` would stat the file again and probe for its end.
+        let mut bytes = vec![0; usize::try_from(meta.len()).ok()?];
+        (&file).read_exact(&mut bytes).ok()?;
         match verify(&bytes, key) {
             Some(output) => {
                 // Refresh the use time for least-recently-used eviction (the owner may, on a
