@@ -10,9 +10,10 @@
 //! - Remote charts are keyed by their arguments (repository, chart, version); without an exact
 //!   version (none, or a range) they are not cached, since what Helm resolves can change under the
 //!   same inputs. A version tag is trusted not to move.
-//! - An entry is `nyl-cache-v2 <key> <sha256> <length>\n` followed by the output, verified on
-//!   every read: a corrupt, truncated or misplaced entry is a miss and a warning, never wrong
-//!   output.
+//! - An entry is `nyl-cache-v3 <key> <sha256> <length>\n` followed by the output as classified
+//!   ([`Output::encode`]: the index of its documents, then Helm's bytes), verified on every
+//!   read: a corrupt, truncated or misplaced entry is a miss and a warning, never wrong output. A
+//!   hit does no YAML work.
 //! - Only a directory the user owns and nobody else can write is used, and only entries the user
 //!   owns and nobody else can write are served: anything else may hold renders nyl never wrote.
 //!   nyl creates the directory `0700` and entries `0600`. A directory or entry that fails the
@@ -41,9 +42,10 @@ use sha2::{Digest, Sha256};
 use tracing::{debug, info, warn};
 
 use crate::helm::{Failure, Helm, Template};
+use crate::manifest::Output;
 use crate::pipeline::ChartSpec;
 
-const MAGIC: &str = "nyl-cache-v2";
+const MAGIC: &str = "nyl-cache-v3";
 const INDEX_MAGIC: &str = "nyl-cache-index-v1";
 /// The default bound on the cache directory's size.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
@@ -185,28 +187,28 @@ impl Cache {
         }
     }
 
-    /// Runs `helm template` through the cache.
-    pub fn template(&self, helm: &Helm, t: &Template<'_>) -> Result<String, Failure> {
+    /// Runs `helm template` through the cache; the output comes classified.
+    pub fn template(&self, helm: &Helm, t: &Template<'_>) -> Result<Output, Failure> {
         let key = if self.mode == Mode::Off {
             None
         } else {
             self.key(t)
         };
         let Some(key) = key else {
-            return helm.template(t);
+            return helm.template(t).map(Output::classify);
         };
         if self.mode == Mode::ReadWrite {
             if let Some(output) = self.read(&key) {
                 debug!(release = t.release, key = %&key[..16], "cache hit");
                 self.hits.fetch_add(1, Ordering::Relaxed);
-                helm.take_output(output.len())?;
+                helm.take_output(output.raw.len())?;
                 return Ok(output);
             }
         }
         debug!(release = t.release, key = %&key[..16], "cache miss");
         self.misses.fetch_add(1, Ordering::Relaxed);
-        let output = helm.template(t)?;
-        self.write(&key, &output);
+        let output = Output::classify(helm.template(t)?);
+        self.write(&key, &output.encode());
         Ok(output)
     }
 
@@ -298,7 +300,7 @@ impl Cache {
         self.dir.join(&key[..2]).join(format!("{key}.entry"))
     }
 
-    fn read(&self, key: &str) -> Option<String> {
+    fn read(&self, key: &str) -> Option<Output> {
         let path = self.entry_path(key);
         let file = fs::File::open(&path).ok()?;
         // Checked on the open file, so what is read is what was checked.
@@ -311,7 +313,7 @@ impl Cache {
         // read: `read_to_end` would stat the file again and probe for its end.
         let mut bytes = vec![0; usize::try_from(meta.len()).ok()?];
         (&file).read_exact(&mut bytes).ok()?;
-        match verify(&bytes, key) {
+        match verify(bytes, key).and_then(Output::decode) {
             Some(output) => {
                 // Refresh the use time for least-recently-used eviction (the owner may, on a
                 // file opened for reading).
@@ -616,7 +618,7 @@ fn is_exact_version(v: &str) -> bool {
 }
 
 /// The output of an entry whose header names `key` and matches its content.
-fn verify(bytes: &[u8], key: &str) -> Option<String> {
+fn verify(mut bytes: Vec<u8>, key: &str) -> Option<String> {
     let newline = bytes.iter().position(|b| *b == b'\n')?;
     let header = std::str::from_utf8(&bytes[..newline]).ok()?;
     let body = &bytes[newline + 1..];
@@ -634,7 +636,9 @@ fn verify(bytes: &[u8], key: &str) -> Option<String> {
     {
         return None;
     }
-    String::from_utf8(body.to_vec()).ok()
+    // In place: the output can be megabytes.
+    bytes.drain(..=newline);
+    String::from_utf8(bytes).ok()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -757,19 +761,26 @@ mod tests {
             hex(&Sha256::digest(body)),
             body.len()
         );
-        assert_eq!(verify(entry.as_bytes(), &key).as_deref(), Some(body));
-        assert_eq!(verify(entry.as_bytes(), &"cd".repeat(32)), None, "moved");
         assert_eq!(
-            verify(&entry.as_bytes()[..entry.len() - 3], &key),
+            verify(entry.clone().into_bytes(), &key).as_deref(),
+            Some(body)
+        );
+        assert_eq!(
+            verify(entry.clone().into_bytes(), &"cd".repeat(32)),
+            None,
+            "moved"
+        );
+        assert_eq!(
+            verify(entry.as_bytes()[..entry.len() - 3].to_vec(), &key),
             None,
             "truncated"
         );
         assert_eq!(
-            verify(entry.replace("ConfigMap", "ConfigMaq").as_bytes(), &key),
+            verify(entry.replace("ConfigMap", "ConfigMaq").into_bytes(), &key),
             None,
             "corrupt"
         );
-        assert_eq!(verify(b"garbage", &key), None);
+        assert_eq!(verify(b"garbage".to_vec(), &key), None);
     }
 
     #[test]
@@ -804,16 +815,18 @@ mod tests {
         let dir = scratch("planted");
         let c = cache(&dir, u64::MAX);
         let key = "ab".repeat(32);
-        c.write(&key, "kind: ConfigMap\n");
+        let output = Output::classify("kind: ConfigMap\n".to_string());
+        c.write(&key, &output.encode());
         let path = c.entry_path(&key);
         assert_eq!(
             fs::metadata(&path).unwrap().mode() & 0o777,
             0o600,
             "entries are private"
         );
-        assert_eq!(c.read(&key).as_deref(), Some("kind: ConfigMap\n"));
+        let raw = c.read(&key).map(|o| o.raw.to_string());
+        assert_eq!(raw.as_deref(), Some("kind: ConfigMap\n"));
         fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
-        assert_eq!(c.read(&key), None);
+        assert!(c.read(&key).is_none());
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -13,6 +13,7 @@ use crate::cache;
 use crate::diagnostics::{self, Diagnostic};
 use crate::diff;
 use crate::helm;
+use crate::manifest::Manifest;
 use crate::pipeline::{self, Request};
 use crate::process;
 use crate::project::{self, Project};
@@ -425,16 +426,19 @@ fn print_render(request: &render::Request, format: Format) -> ExitCode {
     print_outcome(render::render(request), format)
 }
 
-fn print_outcome(outcome: render::Outcome, format: Format) -> ExitCode {
-    let status = report_diagnostics(outcome.diagnostics, &outcome.catalog);
+fn print_outcome(mut outcome: render::Outcome, format: Format) -> ExitCode {
+    let status = report_diagnostics(std::mem::take(&mut outcome.diagnostics), &outcome.catalog);
     if status != 0 {
         return ExitCode::from(status);
     }
-    let text = match format {
-        Format::Yaml => render::to_yaml(&outcome.manifests),
-        Format::Json => render::to_json(&outcome.manifests),
-    };
-    write_stdout(&text)
+    match format {
+        // The documents one after another, as they are: the output can be megabytes.
+        Format::Yaml => write_stdout_parts(outcome.manifests.iter().map(Manifest::text)),
+        Format::Json => match render::to_json(&outcome) {
+            Ok(text) => write_stdout(&text),
+            Err(problems) => ExitCode::from(report_diagnostics(problems, &outcome.catalog)),
+        },
+    }
 }
 
 /// The parts of a render request that [`EngineArgs`] and the environment decide.
@@ -686,11 +690,17 @@ fn report_diagnostics(mut diags: Vec<Diagnostic>, catalog: &Catalog) -> u8 {
 
 /// Writes the whole result at once; a closed pipe (`nyl values | head`) is not an error.
 fn write_stdout(text: &str) -> ExitCode {
-    let mut stdout = io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    write_stdout_parts([text])
+}
+
+/// Writes the parts to stdout; a closed pipe is no error (the reader has seen enough).
+fn write_stdout_parts<'a>(parts: impl IntoIterator<Item = &'a str>) -> ExitCode {
+    let mut stdout = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let written = parts
+        .into_iter()
+        .try_for_each(|part| stdout.write_all(part.as_bytes()))
+        .and_then(|()| stdout.flush());
+    match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {

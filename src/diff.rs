@@ -183,13 +183,18 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
                 .map(|d| (d, catalog.clone()))
                 .collect());
         }
-        let resources = rendered
-            .manifests
+        let trees = render::trees(&rendered).map_err(|problems| {
+            problems
+                .into_iter()
+                .map(|d| (d, rendered.catalog.clone()))
+                .collect::<Vec<_>>()
+        })?;
+        let resources = trees
             .iter()
-            .map(|doc| {
+            .map(|node| {
                 (
-                    resource_id(&doc.node),
-                    crate::yaml::to_yaml(&masked(&doc.node), &|_| None),
+                    resource_id(node),
+                    crate::yaml::to_yaml(&masked(node), &|_| None),
                 )
             })
             .collect();

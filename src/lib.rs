@@ -20,6 +20,7 @@
 //! - [`explain`]: the history of one value through the layers.
 //! - [`argocd`]: the Argo CD plugin's parameters and environment.
 //! - [`report`]: what `nyl values` and `nyl explain` print.
+//! - [`manifest`]: documents passed on as text, scanned, and the namespace rule.
 //!
 //! Shell:
 //! - [`project`]: finding the project root and loading its files, within the limits.
@@ -45,6 +46,7 @@ pub mod explain;
 pub mod glob;
 pub mod helm;
 pub mod layouts;
+pub mod manifest;
 pub mod merge;
 pub mod objects;
 pub mod pipeline;

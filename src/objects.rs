@@ -206,7 +206,7 @@ fn renamed(api: &str, kind: Option<&str>) -> Option<&'static str> {
 }
 
 /// A group of nyl's, of Nyl's, or within two edits of one of nyl's (`component.k8s.nyl`).
-fn is_nyl_group(api: &str) -> bool {
+pub fn is_nyl_group(api: &str) -> bool {
     let Some((group, _)) = api.split_once('/') else {
         return false;
     };
@@ -247,23 +247,24 @@ pub fn unknown_api_version(doc: &Node, api: &str) -> Diagnostic {
 
 /// Two objects with the same group, kind, namespace and name: the GitOps engine would apply one
 /// over the other. Each repeat is reported with where the first one came from.
-pub fn duplicate_objects<'a>(docs: impl Iterator<Item = &'a Node>) -> Vec<Diagnostic> {
+pub fn duplicate_objects<'a>(
+    docs: impl Iterator<Item = (&'a crate::yaml::Head, Loc)>,
+) -> Vec<Diagnostic> {
     let mut seen: std::collections::HashMap<(String, String, String, String), Loc> =
         std::collections::HashMap::new();
     let mut out = Vec::new();
-    for doc in docs {
-        let text = |n: Option<&Node>| n.and_then(Node::as_str).unwrap_or_default().to_string();
-        let meta = doc.get("metadata");
-        let name = text(meta.and_then(|m| m.get("name")));
+    for (head, loc) in docs {
+        let text = |s: &Option<String>| s.clone().unwrap_or_default();
+        let name = text(&head.name);
         if name.is_empty() {
             continue; // generateName: the server names it.
         }
-        let api = text(doc.get("apiVersion"));
+        let api = text(&head.api_version);
         let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
-        let kind = text(doc.get("kind"));
-        let namespace = text(meta.and_then(|m| m.get("namespace")));
+        let kind = text(&head.kind);
+        let namespace = text(&head.namespace);
         let key = (group, kind.clone(), namespace.clone(), name.clone());
-        if let Some(first) = seen.insert(key, doc.prov.loc) {
+        if let Some(first) = seen.insert(key, loc) {
             let ns = if namespace.is_empty() {
                 String::new()
             } else {
@@ -277,7 +278,7 @@ pub fn duplicate_objects<'a>(docs: impl Iterator<Item = &'a Node>) -> Vec<Diagno
                          apply one over the other. Remove or rename one"
                     ),
                 )
-                .at(doc.prov.loc)
+                .at(loc)
                 .related(first)
                 .object(format!("{kind}/{name}")),
             );
@@ -591,6 +592,8 @@ pub struct Config {
     pub limits: Limits,
     /// The declared layouts, with where each is written.
     pub layouts: Vec<(Layout, Loc)>,
+    /// `render.cluster_scoped_kinds`: `Kind` or `group/Kind`.
+    pub cluster_scoped_kinds: Vec<String>,
 }
 
 /// Bounds on what one run reads and keeps. The operator sets each (`NYL_MAX_*` in the
@@ -683,6 +686,7 @@ impl Default for Config {
             aliases: IndexMap::new(),
             limits: Limits::default(),
             layouts: Vec::new(),
+            cluster_scoped_kinds: Vec::new(),
         }
     }
 }
@@ -774,6 +778,13 @@ pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>)
             .and_then(|p| p.field("targets_search_paths"))
             .is_some(),
         aliases,
+        cluster_scoped_kinds: strings(
+            doc.field("render")
+                .and_then(|r| r.field("cluster_scoped_kinds")),
+        )
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect(),
     };
     Ok((config, warnings))
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::components::{self, Chart};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::layouts;
+use crate::manifest::Manifest;
 use crate::objects::{self, ChartSource, DocKind, Place, RemoteChart};
 use crate::project::{self, ChartRef, Project};
 use crate::provenance::{Catalog, Layer, Loc};
@@ -78,7 +79,7 @@ impl ExplainLayer {
 pub enum Entry {
     Release(Box<Release>),
     /// A plain Kubernetes manifest, passed on as written.
-    Manifest(Document),
+    Manifest(Box<Manifest>),
 }
 
 /// The project and target of a run, and everything reported so far.
@@ -416,7 +417,7 @@ impl Session {
             Place::ChartOutput
         };
         match objects::classify(&doc.node, place).map_err(|d| vec![d])? {
-            DocKind::Manifest => Ok(Some(Entry::Manifest(doc))),
+            DocKind::Manifest => Ok(Some(Entry::Manifest(Box::new(Manifest::read(doc))))),
             // Refused by classify in apps and chart output alike.
             DocKind::Cluster | DocKind::DeploymentTarget => Ok(None),
             DocKind::Invocation => self.invocation(&doc, default_namespace),

@@ -382,6 +382,11 @@ impl Project {
         yaml::parse_documents(text, file, &self.budget, mode)
     }
 
+    /// The run's budget for reading YAML, which every parse spends from.
+    pub fn budget(&self) -> &Limits {
+        &self.budget
+    }
+
     /// `path` canonicalized, when it lies inside the project root; symbolic links are followed
     /// first, so a link that leaves the project is refused.
     pub fn inside(&self, path: &Path) -> Result<PathBuf, Diagnostic> {

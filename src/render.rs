@@ -1,5 +1,6 @@
 //! Rendering: every release of the inputs through the real `helm template`, chart output that
-//! holds invocations expanded again for the same target, plain manifests passed on as written,
+//! holds invocations expanded again for the same target, every other document passed on as
+//! written or as Helm printed it (namespaced chart objects given their release's namespace),
 //! nyl's own kinds dropped. Nothing is returned unless the whole render succeeded.
 
 use std::path::PathBuf;
@@ -10,10 +11,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::cache::{self, Cache};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::helm::{Failure, Helm, Template};
+use crate::manifest::{self, Manifest, Output};
 use crate::pipeline::{self, ChartSpec, Entry, Release, Session};
-use crate::provenance::Catalog;
+use crate::provenance::{Catalog, Loc};
 use crate::report::InvocationValues;
-use crate::yaml::{Document, Mode};
+use crate::value::Node;
+use crate::yaml::{self, Limits, Mode};
 
 /// How deep chart output may nest invocations.
 pub const MAX_DEPTH: usize = 10;
@@ -52,10 +55,10 @@ pub enum Gate {
 #[derive(Default)]
 pub struct Outcome {
     pub catalog: Catalog,
-    pub manifests: Vec<Document>,
-    /// Per manifest: whether a chart rendered it (else an app file holds it as written).
-    pub from_chart: Vec<bool>,
+    pub manifests: Vec<Manifest>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The project's limits for reading YAML, for outputs that read the manifests' trees.
+    pub limits: Limits,
 }
 
 pub fn render(req: &Request) -> Outcome {
@@ -71,7 +74,6 @@ pub fn render(req: &Request) -> Outcome {
         }
     };
     let mut manifests = Vec::new();
-    let mut from_chart = Vec::new();
     // Fail closed: with any problem in the inputs, Helm is not even run. Validation looks past
     // problems elsewhere in the project, to find every app's own.
     let skip = match req.gate {
@@ -84,13 +86,14 @@ pub fn render(req: &Request) -> Outcome {
             jobs: Vec::new(),
             schemas: Default::default(),
         };
-        let top = tree.nodes(entries, &[]);
+        let top = tree.nodes(entries, &[], None);
         if tree.run(req, skip) {
-            let mut flat = Vec::new();
-            tree.flatten(top, &mut flat);
-            (manifests, from_chart) = flat.into_iter().unzip();
+            tree.flatten(top, &mut manifests);
+            let kinds = &tree.session.project.config.cluster_scoped_kinds;
+            manifest::place_namespaces(&mut manifests, kinds);
         }
-        let duplicates = crate::objects::duplicate_objects(manifests.iter().map(|d| &d.node));
+        let duplicates =
+            crate::objects::duplicate_objects(manifests.iter().map(|m| (&m.head, m.loc())));
         tree.session.diagnostics.extend(duplicates);
         let releases: Vec<&InvocationValues> = tree
             .jobs
@@ -103,7 +106,7 @@ pub fn render(req: &Request) -> Outcome {
         session.diagnostics.extend(problems);
     }
     let max = session.project.config.limits.max_render_bytes;
-    let size: u64 = manifests.iter().map(|d| d.text.len() as u64).sum();
+    let size: u64 = manifests.iter().map(|m| m.text().len() as u64).sum();
     if size > max {
         session.diagnostics.push(Diagnostic::new(
             Code::RenderTooLarge,
@@ -125,17 +128,16 @@ pub fn render(req: &Request) -> Outcome {
         ));
     }
     Outcome {
+        limits: session.project.budget().clone(),
         catalog: session.project.catalog,
         manifests: if failed { Vec::new() } else { manifests },
-        from_chart: if failed { Vec::new() } else { from_chart },
         diagnostics,
     }
 }
 
 /// A manifest, or a release whose output (once rendered) is more nodes.
-enum Node {
-    /// A manifest, and whether a chart rendered it (else it was written in an app file).
-    Manifest(Document, bool),
+enum Item {
+    Manifest(Box<Manifest>),
     Release(usize),
 }
 
@@ -145,7 +147,7 @@ struct Job {
     chain: Vec<String>,
     /// Passed the cycle and depth checks, so Helm renders it.
     admitted: bool,
-    output: Vec<Node>,
+    output: Vec<Item>,
 }
 
 /// The render as a tree: releases are rendered level by level, each level in parallel, and
@@ -157,11 +159,20 @@ struct Tree<'a> {
 }
 
 impl Tree<'_> {
-    fn nodes(&mut self, entries: Vec<Entry>, chain: &[String]) -> Vec<Node> {
+    /// The items of entries; `namespace` is the release's whose output they are, if any.
+    fn nodes(
+        &mut self,
+        entries: Vec<Entry>,
+        chain: &[String],
+        namespace: Option<&str>,
+    ) -> Vec<Item> {
         entries
             .into_iter()
             .map(|entry| match entry {
-                Entry::Manifest(doc) => Node::Manifest(doc, !chain.is_empty()),
+                Entry::Manifest(mut m) => {
+                    m.release_namespace = namespace.map(str::to_string);
+                    Item::Manifest(m)
+                }
                 Entry::Release(release) => {
                     self.jobs.push(Job {
                         release: *release,
@@ -169,7 +180,7 @@ impl Tree<'_> {
                         admitted: false,
                         output: Vec::new(),
                     });
-                    Node::Release(self.jobs.len() - 1)
+                    Item::Release(self.jobs.len() - 1)
                 }
             })
             .collect()
@@ -181,12 +192,9 @@ impl Tree<'_> {
         if pending.is_empty() {
             return true;
         }
-        // Probes and entries are read only from a directory nobody else can write.
-        let cache_dir = req
-            .cache_dir
-            .as_deref()
-            .filter(|_| req.cache != cache::Mode::Off)
-            .and_then(cache::open_dir);
+        // Probes and entries are read only from a directory nobody else can write. The
+        // remembered `helm version` answer serves `--no-cache` too: it is no render output.
+        let cache_dir = req.cache_dir.as_deref().and_then(cache::open_dir);
         let probes = cache_dir.as_deref().map(cache::probes_dir);
         let limits = self.session.project.config.limits;
         let timeout = limits.helm_timeout_seconds.map_or(req.helm_timeout, |s| {
@@ -243,7 +251,7 @@ impl Tree<'_> {
             let mut next = Vec::new();
             for (i, output) in pending.iter().copied().zip(outputs) {
                 match output {
-                    Ok(text) => next.extend(self.expand(i, &text)),
+                    Ok(output) => next.extend(self.expand(i, &output)),
                     Err(failure) => {
                         let v = &self.jobs[i].release.values;
                         let d = Diagnostic::new(
@@ -328,39 +336,65 @@ impl Tree<'_> {
         }
     }
 
-    /// Parses a job's output into its nodes; returns the new jobs among them.
-    fn expand(&mut self, i: usize, output: &str) -> Vec<usize> {
+    /// Turns a job's output into its items: documents the scan was sure of pass as they are,
+    /// the others (nyl's own kinds, or what only the full reader can tell) are read. Returns the
+    /// new jobs among them.
+    fn expand(&mut self, i: usize, output: &Output) -> Vec<usize> {
         let v = &self.jobs[i].release.values;
         let file = self.session.project.catalog.add_file(format!(
             "{} (helm output of {}/{})",
             v.chart, v.namespace, v.name
         ));
-        let (docs, problems) = self
-            .session
-            .project
-            .parse_documents(output, file, Mode::Lenient);
+        // Nested releases default to the parent release's namespace.
+        let namespace = v.namespace.clone();
+        let mut chain = self.jobs[i].chain.clone();
+        chain.push(job_key(v));
+        let mut entries = Vec::new();
+        let mut problems = Vec::new();
+        for doc in &output.docs {
+            match &doc.head {
+                Some(head) if !manifest::needs_reading(Some(head)) => {
+                    entries.push(Entry::Manifest(Box::new(Manifest::scanned(
+                        output.text(doc),
+                        head.clone(),
+                        Loc::new(file, doc.line),
+                    ))));
+                }
+                _ => {
+                    let budget = self.session.project.budget();
+                    if let Some(refused) = budget.refuse(file, doc.line) {
+                        problems.push(refused);
+                        break;
+                    }
+                    let source = output.source(doc);
+                    let parsed =
+                        yaml::parse_stream_from(source, file, doc.line, budget, Mode::Lenient);
+                    problems.extend(yaml::with_template(source, parsed.diagnostics));
+                    let docs = parsed.docs.into_iter().map(|node| yaml::Document {
+                        node,
+                        text: output.text(doc).as_str().to_string(),
+                    });
+                    entries.extend(self.session.entries(docs.collect(), None, &namespace));
+                }
+            }
+        }
         let failed = problems.iter().any(Diagnostic::is_error);
         self.session.diagnostics.extend(problems);
         if failed {
             return Vec::new();
         }
-        // Nested releases default to the parent release's namespace.
-        let namespace = v.namespace.clone();
-        let mut chain = self.jobs[i].chain.clone();
-        chain.push(job_key(v));
-        let entries = self.session.entries(docs, None, &namespace);
         let first_new = self.jobs.len();
-        let nodes = self.nodes(entries, &chain);
+        let nodes = self.nodes(entries, &chain, Some(&namespace));
         self.jobs[i].output = nodes;
         (first_new..self.jobs.len()).collect()
     }
 
     /// Moves the manifests out in input order (a copy would double the render's memory).
-    fn flatten(&mut self, nodes: Vec<Node>, out: &mut Vec<(Document, bool)>) {
-        for node in nodes {
-            match node {
-                Node::Manifest(doc, from_chart) => out.push((doc, from_chart)),
-                Node::Release(i) => {
+    fn flatten(&mut self, items: Vec<Item>, out: &mut Vec<Manifest>) {
+        for item in items {
+            match item {
+                Item::Manifest(m) => out.push(*m),
+                Item::Release(i) => {
                     let children = std::mem::take(&mut self.jobs[i].output);
                     self.flatten(children, out);
                 }
@@ -412,20 +446,30 @@ pub(crate) fn parallel<T: Sync, R: Send>(
     out
 }
 
-/// Multi-document YAML: each manifest as written, after a `---` line.
-pub fn to_yaml(manifests: &[Document]) -> String {
-    manifests
-        .iter()
-        .map(|d| format!("---\n{}", d.text))
-        .collect()
+/// The manifests' trees, read now where they were not read before; every problem when the full
+/// reader refuses any of them.
+pub fn trees(outcome: &Outcome) -> Result<Vec<std::borrow::Cow<'_, Node>>, Vec<Diagnostic>> {
+    let mut trees = Vec::new();
+    let mut problems = Vec::new();
+    for m in &outcome.manifests {
+        match m.node(&outcome.limits) {
+            Ok(node) => trees.push(node),
+            Err(p) => problems.extend(p),
+        }
+    }
+    if problems.is_empty() {
+        Ok(trees)
+    } else {
+        Err(problems)
+    }
 }
 
 /// One JSON array of the manifests.
-pub fn to_json(manifests: &[Document]) -> String {
-    let array: Vec<_> = manifests.iter().map(|d| d.node.to_json()).collect();
+pub fn to_json(outcome: &Outcome) -> Result<String, Vec<Diagnostic>> {
+    let array: Vec<_> = trees(outcome)?.iter().map(|n| n.to_json()).collect();
     let mut text = serde_json::to_string_pretty(&array).unwrap_or_else(|_| "[]".into());
     text.push('\n');
-    text
+    Ok(text)
 }
 
 #[cfg(test)]

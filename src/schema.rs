@@ -214,6 +214,17 @@ pub const CONFIG: Shape = Shape::Object(&[
          repository's `[limits]` may only lower a limit: a value above it is held to it, with \
          warning `limit_above_ceiling`.",
     ),
+    field(
+        "render",
+        &Shape::Object(&[field(
+            "cluster_scoped_kinds",
+            &STRINGS,
+            "Kinds that are cluster-scoped beyond Kubernetes' built-in ones and the CRDs of the \
+             render, as `Kind` (any API group) or `group/Kind`: chart output of these kinds is \
+             not given the release namespace.",
+        )]),
+        "How chart output is passed on.",
+    ),
 ]);
 
 const PROJECT: Field = field(

@@ -26,7 +26,6 @@ use crate::pipeline::{self, Session};
 use crate::provenance::{Catalog, FileId};
 use crate::render;
 use crate::validate;
-use crate::yaml::Document;
 
 pub struct Request {
     pub targets: Vec<String>,
@@ -191,7 +190,16 @@ pub fn run(req: &Request) -> Outcome {
                 continue;
             }
             let dir = format!("{prefix}{}", app_dir(app));
-            files.extend(app_files(&dir, app, target, &rendered, req.flux_escape));
+            match app_files(&dir, app, target, &rendered, req.flux_escape) {
+                Ok(app_files) => files.extend(app_files),
+                Err(problems) => {
+                    let catalog = &rendered.catalog;
+                    outcome
+                        .diagnostics
+                        .extend(problems.into_iter().map(|d| (d, catalog.clone())));
+                    continue;
+                }
+            }
             app_dirs.push(dir);
         }
         // No top-level kustomization: with apps shared between targets, kustomize would refuse
@@ -332,20 +340,13 @@ fn app_files(
     target: &str,
     rendered: &render::Outcome,
     flux_escape: bool,
-) -> Vec<File> {
+) -> Result<Vec<File>, Vec<Diagnostic>> {
     let mut by_name: BTreeMap<String, String> = BTreeMap::new();
-    for (doc, from_chart) in rendered.manifests.iter().zip(&rendered.from_chart) {
-        let node = &doc.node;
-        let field = |path: &[&str]| {
-            let mut n = node;
-            for key in path {
-                n = n.get(key)?;
-            }
-            n.as_str().map(str::to_string)
-        };
-        let kind = field(&["kind"]).unwrap_or_else(|| "unknown".into());
-        let namespace = field(&["metadata", "namespace"]).unwrap_or_else(|| "_".into());
-        let name = field(&["metadata", "name"]).unwrap_or_else(|| "unnamed".into());
+    for m in &rendered.manifests {
+        let head = &m.head;
+        let kind = head.kind.as_deref().unwrap_or("unknown");
+        let namespace = head.namespace.as_deref().unwrap_or("_");
+        let name = head.name.as_deref().unwrap_or("unnamed");
         let base = sanitize(&format!("{kind}_{namespace}_{name}"));
         let mut file = format!("{base}.yaml");
         let mut n = 2;
@@ -355,10 +356,10 @@ fn app_files(
         }
         // Chart output is marked so Flux leaves it as Helm rendered it; manifests written in app
         // files keep their `${VAR}`s, which is where Flux's substitution is meant to apply.
-        let text = if flux_escape && *from_chart && doc.text.contains('$') {
-            substitution_disabled(doc)
+        let text = if flux_escape && m.from_chart() && m.text().contains('$') {
+            substitution_disabled(m.text(), &*m.node(&rendered.limits)?)
         } else {
-            doc.text.clone()
+            m.text().to_string()
         };
         by_name.insert(file, text);
     }
@@ -377,7 +378,7 @@ fn app_files(
         app: app.to_string(),
         target: target.to_string(),
     });
-    files
+    Ok(files)
 }
 
 /// The label and annotation key with which Flux's postBuild substitution skips an object.
@@ -388,10 +389,10 @@ pub const FLUX_SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
 /// `kubectl kustomize`) sees the same; escaping `$` instead would be right for only one of them.
 /// The annotation is added as one text line where the layout allows, so the rest stays byte for
 /// byte; the result is parsed back and compared, and written anew from its value otherwise.
-fn substitution_disabled(doc: &Document) -> String {
-    let mut want = doc.node.to_json();
+fn substitution_disabled(text: &str, node: &crate::value::Node) -> String {
+    let mut want = node.to_json();
     let Some(meta) = want.get_mut("metadata").and_then(|m| m.as_object_mut()) else {
-        return doc.text.clone();
+        return text.to_string();
     };
     let annotations = meta
         .entry("annotations")
@@ -400,7 +401,7 @@ fn substitution_disabled(doc: &Document) -> String {
         *annotations = serde_json::json!({});
     }
     let Some(annotations) = annotations.as_object_mut() else {
-        return doc.text.clone();
+        return text.to_string();
     };
     annotations.insert(FLUX_SUBSTITUTE.into(), "disabled".into());
     let parses_to_want = |text: &str| {
@@ -415,10 +416,10 @@ fn substitution_disabled(doc: &Document) -> String {
             && parsed.docs.len() == 1
             && parsed.docs[0].to_json() == want
     };
-    if let Some(text) = annotated_text(&doc.text).filter(|t| parses_to_want(t)) {
+    if let Some(text) = annotated_text(text).filter(|t| parses_to_want(t)) {
         return text;
     }
-    let node = crate::value::Node::from_json(&want, doc.node.prov);
+    let node = crate::value::Node::from_json(&want, node.prov);
     crate::yaml::to_yaml(&node, &|_| None)
 }
 
@@ -615,7 +616,7 @@ mod tests {
         let doc = crate::yaml::parse_documents(text, FileId(0), &Default::default(), mode)
             .0
             .remove(0);
-        substitution_disabled(&doc)
+        substitution_disabled(text, &doc.node)
     }
 
     #[test]

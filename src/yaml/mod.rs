@@ -1,8 +1,10 @@
 //! YAML as Helm reads it (YAML 1.1 scalars, merge keys), into and out of the value tree, and
-//! values as Helm must receive them.
+//! values as Helm must receive them; and documents as text: split byte for byte, and scanned for
+//! the few fields nyl must look at.
 
 mod json;
 mod read;
+mod scan;
 mod split;
 mod write;
 
@@ -11,8 +13,14 @@ pub use read::{
     parse_stream, parse_stream_from, resolve_plain, Limits, Mode, Parsed, Scalar, Spent, MAX_BYTES,
     MAX_DEPTH, MAX_NODES,
 };
-pub use split::{parse_documents, Document};
+pub use scan::{scan, scan_following, Crd, Edit, Head};
+pub use split::{parse_documents, split, with_template, Document, Piece};
 pub use write::to_yaml;
+
+/// `s` as a YAML scalar that reads back as the string `s` (plain when that is safe).
+pub fn scalar(s: &str) -> String {
+    write::quoted_if_needed(s)
+}
 
 /// The first document of `text`, for unit tests.
 #[cfg(test)]

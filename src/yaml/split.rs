@@ -1,8 +1,23 @@
-//! Splitting a YAML stream into its documents as text, so plain manifests can be passed on
-//! exactly as they were written (or as Helm printed them).
+//! Splitting a YAML stream into its documents as text, so that every document is passed on byte
+//! for byte as it was written (or as Helm printed it).
 //!
-//! A line that starts with `---` or `...` at column 0 is a document marker wherever it stands:
-//! the YAML spec forbids such lines inside any scalar, so splitting on them is exact.
+//! A line that starts with `---` or `...` at column 0 (followed by nothing, a space or a tab) is a
+//! document marker wherever it stands: the YAML spec forbids such lines inside any scalar, so
+//! splitting on them is exact. The rules, chosen so that joining the pieces again gives the stream
+//! back when nothing is removed:
+//!
+//! - A `---` line starts a new piece when the current one holds content (anything but blank
+//!   lines, comments and directives). Before any content, comments stay with the piece the `---`
+//!   starts (a file's header comment goes with its first document); a piece that began with a
+//!   `---` of its own and holds no content is an empty document and is dropped.
+//! - A `...` line ends the current piece; what follows it up to the next document belongs to that
+//!   next document, except blank lines and comments at the very end of the stream, which stay with
+//!   the last document (Helm ends a document `...` with a blank line).
+//! - Content on the marker line (`--- {kind: ConfigMap}`, `--- |`) is content of that piece.
+//! - Directives (`%YAML`, `%TAG`) are not passed on: in a joined stream they would apply to
+//!   whatever document came next.
+//! - A piece without a `---` line of its own (a file's first document, a document after `...`)
+//!   is given one, so that every piece starts a document wherever it is placed.
 
 use crate::diagnostics::Diagnostic;
 use crate::provenance::FileId;
@@ -10,76 +25,174 @@ use crate::value::Node;
 
 use super::read::{parse_stream_from, Limits, Mode};
 
+/// One document of a stream as text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// The line of the stream the piece's source starts on (1-based).
+    pub line: u32,
+    /// The byte range of the piece in the stream (directives included).
+    pub start: usize,
+    pub end: usize,
+    /// The document as output shows it, when that is not exactly its source: a `---` line put in
+    /// front when it had none, directives left out, a final newline added.
+    pub text: Option<String>,
+}
+
+impl Piece {
+    /// The document as output shows it: starting a document, ending in a newline.
+    pub fn text<'a>(&'a self, stream: &'a str) -> &'a str {
+        self.text
+            .as_deref()
+            .unwrap_or(&stream[self.start..self.end])
+    }
+}
+
 /// One document of a stream: its value and its text.
 #[derive(Clone, Debug)]
 pub struct Document {
     pub node: Node,
-    /// The document's text without its leading `---` line, ending in one newline.
+    /// As [`Piece::text`].
     pub text: String,
 }
 
-fn is_marker(line: &str) -> bool {
-    ["---", "..."].iter().any(|m| {
-        line.strip_prefix(m)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
-    })
+fn marker(line: &str, m: &str) -> bool {
+    line.strip_prefix(m)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
 }
 
-/// The chunks of `text`, one document each, with the line each starts on. A `---` starts a new
-/// chunk unless nothing but directives and comments came before it in the current one (they
-/// belong to the document it starts); a `...` ends the current chunk.
-fn chunks(text: &str) -> Vec<(u32, &str)> {
+/// Whether a line holds document content (not blank, a comment or a directive).
+fn is_content(line: &str) -> bool {
+    let first = line.bytes().find(|b| !matches!(b, b' ' | b'\t'));
+    !matches!(first, None | Some(b'#' | b'\n' | b'\r')) && !line.starts_with('%')
+}
+
+/// What follows `---` on a marker line counts as content unless it is blank or a comment.
+fn marker_content(line: &str) -> bool {
+    is_content(&line[3..])
+}
+
+#[derive(Default)]
+struct Open {
+    start: usize,
+    line: u32,
+    content: bool,
+    /// Began with a `---` line of its own.
+    marked: bool,
+    /// Ended by a `...` line.
+    ended: bool,
+    /// Holds a directive line.
+    directive: bool,
+}
+
+/// The documents of `text` as pieces, in order; empty ones (only comments, blank lines or
+/// directives) are dropped.
+pub fn split(text: &str) -> Vec<Piece> {
     let mut out = Vec::new();
-    let (mut start, mut start_line, mut offset, mut content) = (0, 1u32, 0, false);
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let bare = line.trim_end_matches(['\n', '\r']);
+    let mut open = Open {
+        line: 1,
+        ..Open::default()
+    };
+    let mut offset = 0;
+    for (line_no, line) in (1u32..).zip(text.split_inclusive('\n')) {
         let end = offset + line.len();
-        if line.starts_with("---") && is_marker(bare) && content {
-            out.push((start_line, &text[start..offset]));
-            (start, start_line) = (offset, i as u32 + 1);
-            content = false;
-        }
-        if line.starts_with("...") && is_marker(bare) {
-            out.push((start_line, &text[start..end]));
-            (start, start_line, content) = (end, i as u32 + 2, false);
-        } else if !(bare.trim().is_empty()
-            || bare.starts_with('#')
-            || bare.starts_with('%')
-            || (line.starts_with("---") && is_marker(bare)))
-        {
-            content = true;
+        if line.starts_with("---") && marker(line, "---") {
+            if open.content || open.marked {
+                close(text, &open, offset, &mut out);
+                open = Open {
+                    start: offset,
+                    line: line_no,
+                    ..Open::default()
+                };
+            }
+            open.marked = true;
+            open.content = marker_content(line);
+        } else if line.starts_with("...") && marker(line, "...") {
+            close(text, &open, end, &mut out);
+            open = Open {
+                start: end,
+                line: line_no + 1,
+                ended: true,
+                ..Open::default()
+            };
+        } else if is_content(line) {
+            open.content = true;
+        } else if line.starts_with('%') {
+            open.directive = true;
         }
         offset = end;
     }
-    if start < text.len() {
-        out.push((start_line, &text[start..]));
+    if open.content {
+        close(text, &open, text.len(), &mut out);
+    } else if open.ended && open.start < text.len() {
+        // Blank lines and comments after the last `...` stay with the last document.
+        if let Some(last) = out.last_mut() {
+            last.end = text.len();
+            last.text = output_text(
+                text,
+                last.start,
+                last.end,
+                last.text.is_some(),
+                open.directive,
+            );
+        }
     }
     out
 }
 
-/// A chunk's text as output shows it: without directives, a bare `---` line (with at most a
-/// comment) or a `...` line.
-fn body(chunk: &str) -> String {
-    let mut lines: Vec<&str> = chunk.lines().collect();
-    while lines
-        .last()
-        .is_some_and(|l| l.trim().is_empty() || (l.starts_with("...") && is_marker(l)))
-    {
-        lines.pop();
+/// Records the piece `open` up to `end`, when it holds content.
+fn close(text: &str, open: &Open, end: usize, out: &mut Vec<Piece>) {
+    if open.content {
+        out.push(Piece {
+            line: open.line,
+            start: open.start,
+            end,
+            text: output_text(text, open.start, end, !open.marked, open.directive),
+        });
     }
-    let bare_marker = |l: &str| {
-        l.starts_with("---") && is_marker(l) && {
-            let rest = l[3..].trim();
-            rest.is_empty() || rest.starts_with('#')
+}
+
+/// A piece's output text when it differs from its source `start..end`: with a `---` line in
+/// front (`marker`), directive lines left out, a final newline added.
+fn output_text(
+    stream: &str,
+    start: usize,
+    end: usize,
+    marker: bool,
+    directive: bool,
+) -> Option<String> {
+    let source = &stream[start..end];
+    if !marker && !directive && source.ends_with('\n') {
+        return None;
+    }
+    let mut piece = String::with_capacity(source.len() + 5);
+    if marker {
+        piece.push_str("---\n");
+    }
+    for line in source.split_inclusive('\n') {
+        if !line.starts_with('%') {
+            piece.push_str(line);
         }
-    };
-    let kept: Vec<&str> = lines
+    }
+    if !piece.ends_with('\n') {
+        piece.push('\n');
+    }
+    Some(piece)
+}
+
+/// Problems of a document named after its template: in Helm's output, the `# Source:` comment
+/// names the template a problem comes from.
+pub fn with_template(chunk: &str, problems: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let source = chunk
+        .lines()
+        .find_map(|l| l.strip_prefix("# Source: "))
+        .map(|template| format!("template {}", template.trim()));
+    problems
         .into_iter()
-        .filter(|l| !l.starts_with('%') && !bare_marker(l))
-        .collect();
-    let mut text = kept.join("\n").trim_end().to_string();
-    text.push('\n');
-    text
+        .map(|d| match (&source, &d.object) {
+            (Some(template), None) => d.object(template.clone()),
+            _ => d,
+        })
+        .collect()
 }
 
 /// Parses every document of `text`, keeping each one's text. Documents that are empty or only
@@ -92,34 +205,21 @@ pub fn parse_documents(
 ) -> (Vec<Document>, Vec<Diagnostic>) {
     let mut docs = Vec::new();
     let mut diags = Vec::new();
-    for (line, chunk) in chunks(text) {
-        if let Some(refused) = limits.refuse(file, line) {
+    for piece in split(text) {
+        if let Some(refused) = limits.refuse(file, piece.line) {
             // One report per text: the first spent it, or it comes after the one that did.
             if diags.is_empty() {
                 diags.push(refused);
             }
             break;
         }
-        let parsed = parse_stream_from(chunk, file, line, limits, mode);
-        // In Helm's output, the `# Source:` comment names the template a problem comes from.
-        let source = chunk
-            .lines()
-            .find_map(|l| l.strip_prefix("# Source: "))
-            .map(|template| format!("template {}", template.trim()));
-        diags.extend(
-            parsed
-                .diagnostics
-                .into_iter()
-                .map(|d| match (&source, &d.object) {
-                    (Some(template), None) => d.object(template.clone()),
-                    _ => d,
-                }),
-        );
-        let text = body(chunk);
+        let chunk = &text[piece.start..piece.end];
+        let parsed = parse_stream_from(chunk, file, piece.line, limits, mode);
+        diags.extend(with_template(chunk, parsed.diagnostics));
         for node in parsed.docs {
             docs.push(Document {
                 node,
-                text: text.clone(),
+                text: piece.text(text).to_string(),
             });
         }
     }
@@ -138,15 +238,41 @@ mod tests {
             .collect()
     }
 
+    fn texts(text: &str) -> Vec<String> {
+        split(text)
+            .iter()
+            .map(|p| p.text(text).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn helm_output_joins_back_byte_for_byte() {
+        let helm = "---\n# Source: c/templates/a.yaml\na: |+\n  line\n\n\n\n---\n# Source: c/b.yaml\n\
+                    b: 1\n...\n\n---\n# Source: c/c.yaml\nc: 1\n  \n   \n\n---\n# Source: c/d.yaml\n\
+                    {d: 1}\n";
+        let pieces = texts(helm);
+        assert_eq!(pieces.len(), 4);
+        assert_eq!(pieces.concat(), helm);
+        assert_eq!(
+            pieces[0],
+            "---\n# Source: c/templates/a.yaml\na: |+\n  line\n\n\n\n"
+        );
+        assert_eq!(pieces[1], "---\n# Source: c/b.yaml\nb: 1\n...\n");
+        assert_eq!(pieces[2], "\n---\n# Source: c/c.yaml\nc: 1\n  \n   \n\n");
+        // A stream ending `...` keeps its blank line.
+        let tail = "---\nb: 1\n...\n\n";
+        assert_eq!(texts(tail).concat(), tail);
+    }
+
     #[test]
     fn documents_keep_their_text_and_lines() {
         let text = "a: 1\n---\n# Source: c/templates/x.yaml\nb: 2\n\n---\nc: |\n  text\n";
         assert_eq!(
             docs(text),
             [
-                (1, "a: 1\n".to_string()),
-                (4, "# Source: c/templates/x.yaml\nb: 2\n".to_string()),
-                (7, "c: |\n  text\n".to_string()),
+                (1, "---\na: 1\n".to_string()),
+                (4, "---\n# Source: c/templates/x.yaml\nb: 2\n\n".to_string()),
+                (7, "---\nc: |\n  text\n".to_string()),
             ]
         );
     }
@@ -154,7 +280,8 @@ mod tests {
     #[test]
     fn empty_and_comment_only_documents_are_skipped() {
         let text = "---\n---\n# only a comment\n---\nnull\n---\nx: 1\n";
-        assert_eq!(docs(text), [(7, "x: 1\n".to_string())]);
+        assert_eq!(docs(text), [(7, "---\nx: 1\n".to_string())]);
+        assert_eq!(texts("---\n\n---\n# c\n"), Vec::<String>::new());
     }
 
     #[test]
@@ -164,28 +291,43 @@ mod tests {
     }
 
     #[test]
-    fn a_marker_with_content_still_parses() {
-        let text = "--- |\n  block\n--- # comment\nx: 1\n...\n";
+    fn content_on_the_marker_line_gets_no_second_marker() {
+        let text =
+            "--- {apiVersion: v1, kind: ConfigMap}\n--- |\n  block\n--- # comment\nx: 1\n...\n";
         let (docs, diags) = parse_documents(text, FileId(0), &Limits::default(), Mode::Strict);
         assert!(diags.is_empty(), "{diags:?}");
-        assert_eq!(docs.len(), 2);
-        assert_eq!(docs[0].node.as_str(), Some("block\n"));
+        let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "--- {apiVersion: v1, kind: ConfigMap}\n",
+                "--- |\n  block\n",
+                "--- # comment\nx: 1\n...\n"
+            ]
+        );
+        assert_eq!(docs[1].node.as_str(), Some("block\n"));
     }
 
     #[test]
-    fn end_markers_directives_and_marker_comments() {
+    fn end_markers_directives_and_header_comments() {
         let text = "a: 1\n...\nb: 2\n...\n";
         assert_eq!(
             docs(text),
-            [(1, "a: 1\n".to_string()), (3, "b: 2\n".to_string())]
+            [
+                (1, "---\na: 1\n...\n".to_string()),
+                (3, "---\nb: 2\n...\n".to_string())
+            ]
         );
-        let text = "%YAML 1.1\n---\nc: 3\n--- # second\nd: 4\n";
+        let text = "%YAML 1.1\n---\nc: 3\n--- # second\nd: 4";
         assert_eq!(
             docs(text),
-            [(3, "c: 3\n".to_string()), (5, "d: 4\n".to_string())]
+            [
+                (3, "---\nc: 3\n".to_string()),
+                (5, "--- # second\nd: 4\n".to_string())
+            ]
         );
-        let text = "# Source: x\n---\ne: 5\n";
-        assert_eq!(docs(text), [(3, "# Source: x\ne: 5\n".to_string())]);
+        let text = "# Header\n---\ne: 5\n";
+        assert_eq!(docs(text), [(3, "# Header\n---\ne: 5\n".to_string())]);
     }
 
     #[test]

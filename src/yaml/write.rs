@@ -157,7 +157,7 @@ fn suits_literal_block(s: &str) -> bool {
         && !s.chars().any(|c| c != '\n' && needs_escape(c))
 }
 
-fn quoted_if_needed(s: &str) -> String {
+pub(crate) fn quoted_if_needed(s: &str) -> String {
     if is_plain_safe(s) {
         s.to_string()
     } else {
@@ -176,7 +176,7 @@ fn needs_escape(c: char) -> bool {
 }
 
 /// Whether `s` reads back as the same string when written unquoted, as a value or as a key.
-fn is_plain_safe(s: &str) -> bool {
+pub(crate) fn is_plain_safe(s: &str) -> bool {
     const INDICATORS: &[char] = &[
         '-', '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@',
         '`',

@@ -230,7 +230,28 @@ fn no_cache_and_refresh() {
         "nothing counted: {}",
         off.stderr
     );
-    assert!(!cache.exists(), "--no-cache writes nothing");
+    // The remembered `helm version` answer is no render output: `--no-cache` keeps and uses it.
+    let dirs: Vec<String> = fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(dirs, ["helm-probes"], "--no-cache writes no render entry");
+    let probe = fs::read_dir(cache.join("helm-probes"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let real = fs::read_to_string(&probe).unwrap();
+    fs::write(&probe, "v9.8.7").unwrap();
+    let env = [
+        ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
+        ("RUST_LOG".to_string(), "nyl_render::helm=debug".to_string()),
+    ];
+    let (status, _, stderr) = nyl(&repo, &args("render --no-cache apps/dump.yaml"), &env);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stderr.contains("v9.8.7"), "the remembered answer: {stderr}");
+    fs::write(&probe, real).unwrap();
     assert_eq!(render(&repo, &cache, "").counts(), (0, 5));
     assert_eq!(
         render(&repo, &cache, "--refresh").counts(),
@@ -299,17 +320,24 @@ fn forge(cache: &Path) {
     use sha2::{Digest, Sha256};
     for entry in entry_files(cache) {
         let key = entry.file_stem().unwrap().to_str().unwrap().to_string();
-        let body = format!(
+        let yaml = format!(
             "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged-{}\n",
             &key[..8]
         );
+        // An entry's body: the index of the output's documents (this one left to the full
+        // reader), then the output.
+        let index = format!(
+            r#"{{"docs":[{{"start":0,"end":{},"line":1,"text":null,"head":null}}]}}"#,
+            yaml.len()
+        );
+        let body = format!("{index}\n{yaml}");
         let digest: String = Sha256::digest(&body)
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
         fs::write(
             &entry,
-            format!("nyl-cache-v2 {key} {digest} {}\n{body}", body.len()),
+            format!("nyl-cache-v3 {key} {digest} {}\n{body}", body.len()),
         )
         .unwrap();
     }

@@ -15,6 +15,7 @@ mod diff;
 mod flux;
 mod helm_process;
 mod helm_values;
+mod passthrough;
 mod remote;
 mod schemas;
 mod security;
@@ -237,6 +238,7 @@ cases! {
     render_helm_template_error,
     render_helm_too_old,
     render_helmchart,
+    render_namespaces,
     render_nested,
     render_path_escape,
     render_runtime_values_top_level_only,

@@ -1,0 +1,469 @@
+//! Manifests as nyl passes them on: each document's text as it was written or as Helm printed it,
+//! the few fields nyl looks at (from a cheap scan, or from the full reader when the scan is
+//! unsure or the document is nyl's own), the namespace rule, and the tree only for the outputs
+//! that need it (`-o json`, `nyl diff`).
+//!
+//! A release's output is classified once ([`Output::classify`]) and that is what the render cache
+//! stores, so a warm render does no YAML work on it.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostics::Diagnostic;
+use crate::objects::is_nyl_group;
+use crate::provenance::{Loc, Prov};
+use crate::value::{Map, Node, Value};
+use crate::yaml::{self, Head, Limits, Mode};
+
+/// A release's output, split into documents and scanned: what the render cache stores.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Output {
+    /// Helm's stdout as it printed it (not part of the index: see [`Output::encode`]); shared
+    /// by the manifests cut from it, so passing it on copies nothing.
+    #[serde(skip)]
+    pub raw: Arc<String>,
+    pub docs: Vec<Doc>,
+}
+
+/// One document of a release's output.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Doc {
+    /// Its bytes in the raw output, and the line they start on.
+    pub start: usize,
+    pub end: usize,
+    pub line: u32,
+    /// Its output text, when that is not exactly its bytes (a `---` put in front, a directive
+    /// left out, a final newline added).
+    pub text: Option<String>,
+    /// What the scan found; `None` when only the full reader can tell.
+    pub head: Option<Head>,
+}
+
+impl Output {
+    /// Splits Helm's stdout into documents and scans each.
+    pub fn classify(raw: String) -> Output {
+        let docs = yaml::split(&raw)
+            .into_iter()
+            .map(|piece| Doc {
+                start: piece.start,
+                end: piece.end,
+                line: piece.line,
+                head: yaml::scan(piece.text(&raw)),
+                text: piece.text,
+            })
+            .collect();
+        Output {
+            raw: Arc::new(raw),
+            docs,
+        }
+    }
+
+    /// The document's output text.
+    pub fn text(&self, doc: &Doc) -> Text {
+        match &doc.text {
+            Some(text) => Text::Own(text.clone()),
+            None => Text::Shared(self.raw.clone(), doc.start..doc.end),
+        }
+    }
+
+    /// The document's source, for the full reader (its lines match the raw output's).
+    pub fn source(&self, doc: &Doc) -> &str {
+        &self.raw[doc.start..doc.end]
+    }
+
+    /// What a cache entry holds: the index of the documents as one JSON line, then the raw
+    /// output ([`Output::decode`] reads it back).
+    pub fn encode(&self) -> String {
+        let index = serde_json::to_string(self).unwrap_or_default();
+        format!("{index}\n{}", self.raw.as_str())
+    }
+
+    /// The output an [`Output::encode`]d payload holds; `None` when the index does not fit it.
+    pub fn decode(mut payload: String) -> Option<Output> {
+        let newline = payload.find('\n')?;
+        let mut output: Output = serde_json::from_str(&payload[..newline]).ok()?;
+        payload.drain(..=newline);
+        let fits = |d: &Doc| {
+            d.start <= d.end && payload.is_char_boundary(d.start) && payload.is_char_boundary(d.end)
+        };
+        if !output.docs.iter().all(fits) {
+            return None;
+        }
+        output.raw = Arc::new(payload);
+        Some(output)
+    }
+}
+
+/// A document's text: a range of the release output it came from, or its own.
+#[derive(Clone, Debug)]
+pub enum Text {
+    Shared(Arc<String>, Range<usize>),
+    Own(String),
+}
+
+impl Text {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Text::Shared(raw, range) => &raw[range.clone()],
+            Text::Own(text) => text,
+        }
+    }
+}
+
+/// A document that is output: its text, the fields nyl looks at, and its tree when it was read.
+#[derive(Clone, Debug)]
+pub struct Manifest {
+    /// As output shows it: starting a document, ending in a newline.
+    text: Text,
+    pub head: Head,
+    node: Option<Node>,
+    /// The namespace of the release that rendered it; `None` when an app file holds it.
+    pub release_namespace: Option<String>,
+    /// Where the text starts, for problems the full reader finds later.
+    loc: Loc,
+}
+
+impl Manifest {
+    /// A document the scan was sure of.
+    pub fn scanned(text: Text, head: Head, loc: Loc) -> Manifest {
+        Manifest {
+            text,
+            head,
+            node: None,
+            release_namespace: None,
+            loc,
+        }
+    }
+
+    /// A document the full reader read.
+    pub fn read(doc: yaml::Document) -> Manifest {
+        let head = head_of(&doc.node);
+        Manifest {
+            loc: doc.node.prov.loc,
+            text: Text::Own(doc.text),
+            head,
+            node: Some(doc.node),
+            release_namespace: None,
+        }
+    }
+
+    /// As output shows it: starting a document, ending in a newline.
+    pub fn text(&self) -> &str {
+        self.text.as_str()
+    }
+
+    /// Where the document starts.
+    pub fn loc(&self) -> Loc {
+        self.loc
+    }
+
+    pub fn from_chart(&self) -> bool {
+        self.release_namespace.is_some()
+    }
+
+    /// The document's tree, read now when it was not read before.
+    pub fn node(&self, limits: &Limits) -> Result<Cow<'_, Node>, Vec<Diagnostic>> {
+        if let Some(node) = &self.node {
+            return Ok(Cow::Borrowed(node));
+        }
+        let parsed = yaml::parse_stream_from(
+            self.text(),
+            self.loc.file,
+            self.loc.line,
+            limits,
+            Mode::Lenient,
+        );
+        if parsed.diagnostics.iter().any(Diagnostic::is_error) {
+            return Err(parsed.diagnostics);
+        }
+        let null = || Node::new(Value::Null, Prov::written(self.loc));
+        Ok(Cow::Owned(
+            parsed.docs.into_iter().next().unwrap_or_else(null),
+        ))
+    }
+
+    /// The namespace rule: a namespaced object that chart output left without a namespace gets
+    /// its release's, by inserting the field (or, where only the full reader understood the
+    /// document, by writing the document anew from its tree).
+    fn place(&mut self, scopes: &Scopes) {
+        let Some(namespace) = &self.release_namespace else {
+            return;
+        };
+        if self.head.namespace.is_some() || !scopes.namespaced(&self.head) {
+            return;
+        }
+        if self.head.slot.is_none() {
+            self.head.slot = self.following_slot();
+        }
+        if let Some(slot) = &self.head.slot {
+            self.text = Text::Own(slot.apply(self.text(), &yaml::scalar(namespace)));
+            if let Some(node) = &mut self.node {
+                set_namespace(node, namespace);
+            }
+        } else if let Some(node) = &mut self.node {
+            set_namespace(node, namespace);
+            self.text = Text::Own(format!("---\n{}", yaml::to_yaml(node, &|_| None)));
+        }
+        self.head.namespace = Some(namespace.clone());
+    }
+
+    /// For a document the full reader read: where its namespace goes, when a scan that follows
+    /// multi-line scalars and collections agrees with the tree on every field it read.
+    fn following_slot(&self) -> Option<yaml::Edit> {
+        let scanned = yaml::scan_following(self.text())?;
+        let agrees = scanned.api_version == self.head.api_version
+            && scanned.kind == self.head.kind
+            && scanned.name == self.head.name
+            && scanned.namespace.is_none();
+        agrees.then_some(scanned.slot).flatten()
+    }
+}
+
+/// The fields nyl looks at, from a tree.
+pub fn head_of(node: &Node) -> Head {
+    let text = |n: Option<&Node>| n.and_then(Node::as_str).map(str::to_string);
+    let meta = node.get("metadata");
+    let api_version = text(node.get("apiVersion"));
+    let kind = text(node.get("kind"));
+    let spec = node.get("spec");
+    let crd = (kind.as_deref() == Some("CustomResourceDefinition")
+        && api_version
+            .as_deref()
+            .is_some_and(|a| a.starts_with("apiextensions.k8s.io/")))
+    .then(|| {
+        Some(yaml::Crd {
+            group: text(spec?.get("group"))?,
+            kind: text(spec?.get("names")?.get("kind"))?,
+            cluster_scoped: text(spec?.get("scope")).as_deref() == Some("Cluster"),
+        })
+    })
+    .flatten();
+    Head {
+        api_version,
+        kind,
+        name: text(meta.and_then(|m| m.get("name"))),
+        namespace: text(meta.and_then(|m| m.get("namespace"))).filter(|n| !n.is_empty()),
+        crd,
+        slot: None,
+    }
+}
+
+fn set_namespace(node: &mut Node, namespace: &str) {
+    let prov = node.prov;
+    let Value::Map(map) = &mut node.value else {
+        return;
+    };
+    let meta = map
+        .entry("metadata".to_string())
+        .or_insert_with(|| Node::new(Value::Map(Map::new()), prov));
+    if !matches!(meta.value, Value::Map(_)) {
+        meta.value = Value::Map(Map::new());
+    }
+    if let Value::Map(meta) = &mut meta.value {
+        meta.insert(
+            "namespace".to_string(),
+            Node::new(Value::String(namespace.to_string()), prov),
+        );
+    }
+}
+
+/// Whether a document is nyl's own (or only the full reader can tell): then it is read fully.
+pub fn needs_reading(head: Option<&Head>) -> bool {
+    head.is_none_or(|h| h.api_version.as_deref().is_some_and(is_nyl_group))
+}
+
+/// Kubernetes' built-in cluster-scoped kinds, by API group (`""` is the core group).
+const CLUSTER_SCOPED: &[(&str, &str)] = &[
+    ("", "ComponentStatus"),
+    ("", "Namespace"),
+    ("", "Node"),
+    ("", "PersistentVolume"),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingAdmissionPolicyBinding",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+    ),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io", "APIService"),
+    ("authentication.k8s.io", "SelfSubjectReview"),
+    ("authentication.k8s.io", "TokenReview"),
+    ("authorization.k8s.io", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io", "SelfSubjectRulesReview"),
+    ("authorization.k8s.io", "SubjectAccessReview"),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("certificates.k8s.io", "ClusterTrustBundle"),
+    ("extensions", "PodSecurityPolicy"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("internal.apiserver.k8s.io", "StorageVersion"),
+    ("networking.k8s.io", "IPAddress"),
+    ("networking.k8s.io", "IngressClass"),
+    ("networking.k8s.io", "ServiceCIDR"),
+    ("node.k8s.io", "RuntimeClass"),
+    ("policy", "PodSecurityPolicy"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("resource.k8s.io", "DeviceClass"),
+    ("resource.k8s.io", "ResourceSlice"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("storage.k8s.io", "CSIDriver"),
+    ("storage.k8s.io", "CSINode"),
+    ("storage.k8s.io", "StorageClass"),
+    ("storage.k8s.io", "VolumeAttachment"),
+    ("storage.k8s.io", "VolumeAttributesClass"),
+    ("storagemigration.k8s.io", "StorageVersionMigration"),
+];
+
+/// Which kinds are cluster-scoped in one render: the built-in ones, the CRDs of the render by
+/// their `spec.scope`, and `render.cluster_scoped_kinds` of nyl.toml (`Kind` in any group, or
+/// `group/Kind`). Kinds nothing tells are namespaced, as kustomize's namespace transformer has it.
+pub struct Scopes {
+    cluster: HashSet<(String, String)>,
+    namespaced: HashSet<(String, String)>,
+    any_group: HashSet<String>,
+}
+
+impl Scopes {
+    pub fn new<'a>(configured: &[String], manifests: impl Iterator<Item = &'a Manifest>) -> Scopes {
+        let mut scopes = Scopes {
+            cluster: CLUSTER_SCOPED
+                .iter()
+                .map(|(g, k)| (g.to_string(), k.to_string()))
+                .collect(),
+            namespaced: HashSet::new(),
+            any_group: HashSet::new(),
+        };
+        for entry in configured {
+            match entry.rsplit_once('/') {
+                Some((group, kind)) => scopes.cluster.insert((group.into(), kind.into())),
+                None => scopes.any_group.insert(entry.clone()),
+            };
+        }
+        for crd in manifests.filter_map(|m| m.head.crd.as_ref()) {
+            let key = (crd.group.clone(), crd.kind.clone());
+            if crd.cluster_scoped {
+                scopes.cluster.insert(key);
+            } else {
+                scopes.namespaced.insert(key);
+            }
+        }
+        scopes
+    }
+
+    /// Whether an object of this head is namespaced; one without a kind is not an object to
+    /// place.
+    pub fn namespaced(&self, head: &Head) -> bool {
+        let Some(kind) = head.kind.clone() else {
+            return false;
+        };
+        let api = head.api_version.as_deref().unwrap_or("");
+        let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
+        let key = (group, kind);
+        if self.namespaced.contains(&key) {
+            return true;
+        }
+        !(self.cluster.contains(&key) || self.any_group.contains(&key.1))
+    }
+}
+
+/// Applies the namespace rule to every manifest of a render.
+pub fn place_namespaces(manifests: &mut [Manifest], configured: &[String]) {
+    let scopes = Scopes::new(configured, manifests.iter());
+    for m in manifests {
+        m.place(&scopes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::FileId;
+
+    fn chart_doc(text: &str) -> Manifest {
+        let mut m = Manifest::scanned(
+            Text::Own(text.to_string()),
+            yaml::scan(text).unwrap(),
+            Loc::new(FileId(0), 1),
+        );
+        m.release_namespace = Some("monitoring".into());
+        m
+    }
+
+    #[test]
+    fn namespaced_objects_get_the_release_namespace_and_cluster_scoped_ones_do_not() {
+        let crd = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+                   metadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  \
+                   names: {kind: Gadget, plural: gadgets}\n  scope: Cluster\n";
+        let mut docs = vec![
+            chart_doc("---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n"),
+            chart_doc("---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: r\n"),
+            chart_doc(crd),
+            chart_doc("---\napiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n"),
+            chart_doc("---\napiVersion: other.example/v1\nkind: Gadget\nmetadata:\n  name: g\n"),
+            chart_doc("---\napiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata:\n  name: i\n"),
+            chart_doc("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: set\n"),
+        ];
+        place_namespaces(&mut docs, &["ClusterIssuer".to_string()]);
+        let namespaces: Vec<Option<&str>> =
+            docs.iter().map(|d| d.head.namespace.as_deref()).collect();
+        assert_eq!(
+            namespaces,
+            [
+                Some("monitoring"),
+                None,
+                None,
+                None,
+                Some("monitoring"),
+                None,
+                Some("set")
+            ]
+        );
+        assert_eq!(
+            docs[0].text(),
+            "---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  namespace: monitoring\n  name: sa\n"
+        );
+        let mut app = chart_doc("---\nkind: ConfigMap\nmetadata: {name: x}\n");
+        app.release_namespace = None;
+        place_namespaces(std::slice::from_mut(&mut app), &[]);
+        assert_eq!(
+            app.text(),
+            "---\nkind: ConfigMap\nmetadata: {name: x}\n",
+            "as written"
+        );
+    }
+
+    #[test]
+    fn the_cache_index_round_trips_and_rejects_damage() {
+        let raw =
+            "---\n# Source: c/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n\n"
+                .to_string();
+        let output = Output::classify(raw.clone());
+        let back = Output::decode(output.encode()).unwrap();
+        assert_eq!(*back.raw, raw);
+        assert_eq!(back.text(&back.docs[0]).as_str(), raw);
+        assert_eq!(back.docs[0].head, output.docs[0].head);
+        assert!(Output::decode(
+            "{\"docs\":[{\"start\":0,\"end\":99,\"line\":1,\"text\":null,\"head\":null}]}\nshort"
+                .into()
+        )
+        .is_none());
+        assert!(Output::decode("not json\n".into()).is_none());
+    }
+}

@@ -1,0 +1,680 @@
+//! A cheap scan of one document's text for the few fields nyl must look at: top-level
+//! `apiVersion` and `kind`, `metadata.name` and `metadata.namespace` (and where a namespace would
+//! go), and for a CustomResourceDefinition `spec.group`, `spec.names.kind` and `spec.scope`.
+//!
+//! It reads block mappings line by line and one-line flow mappings, and is sure only of what it
+//! understands: plain keys, one-line scalars that read back as the same string, no anchors, tags,
+//! aliases or duplicates among those fields, and no quoted scalar or flow collection that goes on
+//! past its line (go-yaml does not hold those to the indentation, so a later line could look like
+//! a key). Anything else is `None`, and the caller reads the document with the full reader.
+
+use serde::{Deserialize, Serialize};
+
+use super::read::{resolve_plain, Scalar};
+use super::write::is_plain_safe;
+
+/// What the scan (or the full reader) found in a document.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    pub api_version: Option<String>,
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    /// `metadata.namespace`; `None` when absent, null or empty.
+    pub namespace: Option<String>,
+    /// Set for a CustomResourceDefinition.
+    pub crd: Option<Crd>,
+    /// Where `metadata.namespace` goes when it is missing; `None` when the document has one, or
+    /// when only the full reader knows.
+    pub slot: Option<Edit>,
+}
+
+/// The kind a CustomResourceDefinition defines.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Crd {
+    pub group: String,
+    pub kind: String,
+    pub cluster_scoped: bool,
+}
+
+/// A textual edit: `remove` bytes at `at` replaced by `before`, the value, `after`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edit {
+    pub at: usize,
+    pub remove: usize,
+    pub before: String,
+    pub after: String,
+}
+
+impl Edit {
+    /// `text` with the edit applied for `value` (already a YAML scalar).
+    pub fn apply(&self, text: &str, value: &str) -> String {
+        let mut out = String::with_capacity(text.len() + self.before.len() + value.len() + 8);
+        out.push_str(&text[..self.at]);
+        out.push_str(&self.before);
+        out.push_str(value);
+        out.push_str(&self.after);
+        out.push_str(&text[self.at + self.remove..]);
+        out
+    }
+}
+
+/// The deepest indentation of a key the scan reads (`metadata.name` at 2 or 4, a CRD's
+/// `spec.names.kind` at 4 or 8); deeper lines are not kept one by one.
+const MAX_INDENT: usize = 8;
+/// The indentation of the one line that stands for a run of deeper lines.
+const DEEP: usize = MAX_INDENT + 1;
+
+/// One line: where it starts, its text without the line break, its indentation.
+struct Line<'a> {
+    start: usize,
+    text: &'a str,
+    indent: usize,
+}
+
+impl Line<'_> {
+    fn is_blank_or_comment(&self) -> bool {
+        let rest = &self.text[self.indent..];
+        rest.trim_end().is_empty() || rest.starts_with('#')
+    }
+    /// The offset of the next line.
+    fn next(&self, doc: &str) -> usize {
+        let end = self.start + self.text.len();
+        doc[end..].find('\n').map_or(doc.len(), |i| end + i + 1)
+    }
+}
+
+/// A mapping entry: its key, its value as written on the key's line (comment stripped), the
+/// line index of the key, and the lines below it up to the next entry.
+struct Entry<'a> {
+    key: &'a str,
+    value: &'a str,
+    line: usize,
+    body: std::ops::Range<usize>,
+}
+
+/// Scans a document's text; `None` when only the full reader can tell.
+pub fn scan(doc: &str) -> Option<Head> {
+    scan_with(doc, false)
+}
+
+/// As [`scan`], but following a quoted scalar or flow collection over the lines it spans (as
+/// go-yaml does, whatever their indentation). Only for a document the full reader has read too,
+/// to find where its namespace goes; the caller checks that both agree.
+pub fn scan_following(doc: &str) -> Option<Head> {
+    scan_with(doc, true)
+}
+
+fn scan_with(doc: &str, follow: bool) -> Option<Head> {
+    let lines = lines(doc, follow)?;
+    let top = entries(&lines, 0..lines.len(), None)?;
+    let one = |key: &str| -> Option<Option<&Entry>> {
+        let mut found = top.iter().filter(|e| e.key == key);
+        let first = found.next();
+        found.next().is_none().then_some(first)
+    };
+    let scalar_of = |e: Option<&Entry>| -> Option<Option<String>> {
+        match e {
+            None => Some(None),
+            Some(e) => only_scalar(e),
+        }
+    };
+    let mut head = Head {
+        api_version: scalar_of(one("apiVersion")?)?,
+        kind: scalar_of(one("kind")?)?,
+        ..Head::default()
+    };
+    match one("metadata")? {
+        None => {
+            let first = top.first()?;
+            head.slot = Some(Edit {
+                at: lines[first.line].start,
+                remove: 0,
+                before: "metadata:\n  namespace: ".into(),
+                after: "\n".into(),
+            });
+        }
+        Some(meta) => metadata(doc, &lines, meta, &mut head)?,
+    }
+    let is_crd = head.kind.as_deref() == Some("CustomResourceDefinition")
+        && head
+            .api_version
+            .as_deref()
+            .is_some_and(|a| a.starts_with("apiextensions.k8s.io/"));
+    if is_crd {
+        head.crd = Some(crd(&lines, one("spec")??)?);
+    }
+    Some(head)
+}
+
+/// The document's lines after its `---` line and leading comments, up to a `...` line, without
+/// block scalar content; `None` when a tab indents a line, or a quoted scalar or flow collection
+/// goes on past its line (unless `follow`, and then only when it never closes or a line it spans
+/// looks like a top-level key nyl reads).
+fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    let mut block: Option<usize> = None;
+    let mut started = false;
+    let mut spanned = 0;
+    for raw in doc.split_inclusive('\n') {
+        let start = offset;
+        offset += raw.len();
+        if start < spanned {
+            const READ: [&str; 4] = ["apiVersion:", "kind:", "metadata:", "spec:"];
+            if READ.iter().any(|k| raw.starts_with(k)) {
+                return None;
+            }
+            continue;
+        }
+        let text = raw.trim_end_matches(['\n', '\r']);
+        if !started && text.starts_with("---") {
+            // Content on the marker line is for the full reader.
+            let rest = text[3..].trim_start();
+            if !(rest.is_empty() || rest.starts_with('#')) {
+                return None;
+            }
+            started = true;
+            continue;
+        }
+        if text.starts_with("...") && (text.len() == 3 || text[3..].starts_with([' ', '\t'])) {
+            break;
+        }
+        let indent = text.len() - text.trim_start_matches(' ').len();
+        let line = Line {
+            start,
+            text,
+            indent,
+        };
+        if let Some(b) = block {
+            if line.text.trim().is_empty() || indent > b {
+                continue; // block scalar content
+            }
+            block = None;
+        }
+        if line.is_blank_or_comment() {
+            continue;
+        }
+        if text[indent..].starts_with('\t') {
+            return None;
+        }
+        match line_kind(&text[indent..]) {
+            LineKind::BlockScalar => block = Some(indent),
+            LineKind::Other => {}
+            LineKind::Open(at) if follow => {
+                let from = start + indent + at;
+                spanned = from + closes(&doc[from..])?;
+            }
+            LineKind::Open(_) => return None,
+        }
+        if indent > MAX_INDENT {
+            // Deeper than any field the scan reads: a run of such lines is kept as one line that
+            // marks it, so a mapping whose keys stand there is one the scan cannot read.
+            if out.last().is_none_or(|l: &Line| l.indent != DEEP) {
+                out.push(Line {
+                    indent: DEEP,
+                    ..line
+                });
+            }
+            continue;
+        }
+        out.push(line);
+    }
+    Some(out)
+}
+
+enum LineKind {
+    BlockScalar,
+    /// A quoted scalar or flow collection starts at this offset and does not close on the line.
+    Open(usize),
+    Other,
+}
+
+/// Whether a line (after its indentation) opens a block scalar, or a quoted scalar or flow
+/// collection that it does not close.
+fn line_kind(line: &str) -> LineKind {
+    // Most lines hold none of the characters that open one of these: one pass over the bytes.
+    if !line
+        .bytes()
+        .any(|b| matches!(b, b'"' | b'\'' | b'[' | b'{' | b'|' | b'>'))
+    {
+        return LineKind::Other;
+    }
+    let mut rest = line;
+    loop {
+        if let Some(r) = rest.strip_prefix("- ") {
+            rest = r.trim_start_matches(' ');
+        } else if rest == "-" {
+            return LineKind::Other;
+        } else {
+            break;
+        }
+    }
+    let value = if rest.starts_with(['"', '\'', '{', '[']) {
+        rest
+    } else {
+        match colon_space(rest) {
+            Some(i) => rest[i + 2..].trim_start_matches(' '),
+            None => return LineKind::Other,
+        }
+    };
+    let value = skip_properties(value);
+    if value.starts_with(['|', '>']) {
+        return LineKind::BlockScalar;
+    }
+    if value.starts_with(['"', '\'', '{', '[']) && closes(value).is_none() {
+        return LineKind::Open(line.len() - value.len());
+    }
+    LineKind::Other
+}
+
+/// Where the first `: ` of a line starts.
+fn colon_space(s: &str) -> Option<usize> {
+    s.as_bytes().windows(2).position(|w| w == b": ")
+}
+
+/// `value` after any anchor (`&a`) and tag (`!t`) before it.
+fn skip_properties(mut value: &str) -> &str {
+    while value.starts_with(['&', '!']) {
+        value = value
+            .find(' ')
+            .map_or("", |i| value[i..].trim_start_matches(' '));
+    }
+    value
+}
+
+/// The byte length of the quoted scalar or flow collection at the start of `s`, when it closes
+/// (on its line, or for a whole remaining document, on a later one).
+fn closes(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    let mut token_start = true;
+    while i < b.len() {
+        match b[i] {
+            b'"' if token_start => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                if i >= b.len() {
+                    return None;
+                }
+            }
+            b'\'' if token_start => {
+                i += 1;
+                loop {
+                    while i < b.len() && b[i] != b'\'' {
+                        i += 1;
+                    }
+                    if i + 1 < b.len() && b[i + 1] == b'\'' {
+                        i += 2;
+                        continue;
+                    }
+                    break;
+                }
+                if i >= b.len() {
+                    return None;
+                }
+            }
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+        if depth == 0 {
+            return Some(i + 1);
+        }
+        token_start = matches!(b[i], b'[' | b'{' | b',' | b':' | b' ' | b'\n');
+        i += 1;
+    }
+    None
+}
+
+/// The entries of the block mapping on `range` of `lines`, whose keys stand deeper than
+/// `parent` (at column 0 for the top level, `None`); `None` for anything but a block mapping of
+/// plain keys.
+fn entries<'a>(
+    lines: &[Line<'a>],
+    range: std::ops::Range<usize>,
+    parent: Option<usize>,
+) -> Option<Vec<Entry<'a>>> {
+    let Some(first) = lines.get(range.start).filter(|_| !range.is_empty()) else {
+        return Some(Vec::new());
+    };
+    let indent = first.indent;
+    if indent == DEEP || parent.map_or(indent != 0, |p| indent <= p) {
+        return None;
+    }
+    let mut out: Vec<Entry<'a>> = Vec::new();
+    for i in range.clone() {
+        let line = &lines[i];
+        if line.indent > indent {
+            continue;
+        }
+        if line.indent < indent {
+            return None;
+        }
+        let rest = &line.text[indent..];
+        if !out.is_empty() && (rest == "-" || rest.starts_with("- ")) {
+            continue; // a sequence that is the previous key's value, at the key's column
+        }
+        let (key, value) = key_value(&line.text[indent..])?;
+        if let Some(last) = out.last_mut() {
+            last.body.end = i;
+        }
+        out.push(Entry {
+            key,
+            value,
+            line: i,
+            body: i + 1..range.end,
+        });
+    }
+    Some(out)
+}
+
+/// The block mapping that is an entry's value, on the lines below its key.
+fn nested<'a>(lines: &[Line<'a>], e: &Entry<'a>) -> Option<Vec<Entry<'a>>> {
+    entries(lines, e.body.clone(), Some(lines[e.line].indent))
+}
+
+/// A plain key and its value as written, comment stripped; `None` for any other kind of line.
+fn key_value(text: &str) -> Option<(&str, &str)> {
+    let (key, value) = match colon_space(text) {
+        Some(i) => (&text[..i], &text[i + 2..]),
+        None => (text.strip_suffix(':')?, ""),
+    };
+    if !is_plain_safe(key) {
+        return None;
+    }
+    Some((key, strip_comment(value.trim_start_matches(' '))))
+}
+
+/// A value without its trailing comment: for quoted scalars after the closing quote, for flow
+/// collections after the closing bracket, else from ` #`.
+fn strip_comment(value: &str) -> &str {
+    let end = if value.starts_with(['"', '\'', '{', '[']) {
+        closes(value).unwrap_or(value.len())
+    } else {
+        value.find(" #").unwrap_or(value.len())
+    };
+    let (kept, rest) = value.split_at(end);
+    let rest = rest.trim_start_matches([' ', '\t']);
+    if rest.is_empty() || rest.starts_with('#') {
+        kept.trim_end_matches([' ', '\t'])
+    } else {
+        value.trim_end_matches([' ', '\t'])
+    }
+}
+
+/// A one-line scalar as the string it reads as: `Some(None)` for null or empty, `None` when the
+/// scan cannot tell (escapes, tags, numbers and other non-strings).
+fn scalar(value: &str) -> Option<Option<String>> {
+    if value.is_empty() {
+        return Some(None);
+    }
+    if let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+        return (!inner.contains(['"', '\\'])).then(|| non_empty(inner));
+    }
+    if let Some(inner) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+        return (!inner.contains('\'')).then(|| non_empty(inner));
+    }
+    if is_plain_safe(value) {
+        return Some(Some(value.to_string()));
+    }
+    matches!(resolve_plain(value), Scalar::Null).then_some(None)
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// An entry whose whole value is a scalar on its line.
+fn only_scalar(e: &Entry) -> Option<Option<String>> {
+    if !e.body.is_empty() {
+        return None;
+    }
+    scalar(e.value)
+}
+
+/// The entries of a one-line flow mapping `{k: v, ...}`: keys plain, values as written.
+fn flow_entries(value: &str) -> Option<Vec<(&str, &str)>> {
+    let inner = value.strip_prefix('{')?.strip_suffix('}')?;
+    let mut out = Vec::new();
+    let mut rest = inner.trim();
+    while !rest.is_empty() {
+        let colon = rest.find(':')?;
+        let key = rest[..colon].trim();
+        if !is_plain_safe(key) {
+            return None;
+        }
+        let after = rest[colon + 1..].trim_start();
+        let end = if after.starts_with(['"', '\'', '{', '[']) {
+            closes(after)?
+        } else {
+            after.find([',', '{', '[', '}', ']']).unwrap_or(after.len())
+        };
+        let (v, tail) = after.split_at(end);
+        out.push((key, v.trim()));
+        let tail = tail.trim_start();
+        rest = match tail.strip_prefix(',') {
+            Some(t) => t.trim_start(),
+            None if tail.is_empty() => tail,
+            None => return None,
+        };
+    }
+    Some(out)
+}
+
+/// Reads `metadata` (block or one-line flow) into `head`, with the namespace's slot.
+fn metadata(doc: &str, lines: &[Line], meta: &Entry, head: &mut Head) -> Option<()> {
+    let line = &lines[meta.line];
+    if meta.value.starts_with('{') {
+        if !meta.body.is_empty() {
+            return None;
+        }
+        let fields = flow_entries(meta.value)?;
+        let get = |key: &str| -> Option<Option<&str>> {
+            let mut found = fields.iter().filter(|(k, _)| *k == key).map(|(_, v)| *v);
+            let first = found.next();
+            found.next().is_none().then_some(first)
+        };
+        head.name = get("name")?.map_or(Some(None), scalar)?;
+        let namespace = get("namespace")?;
+        head.namespace = namespace.map_or(Some(None), scalar)?;
+        if namespace.is_some() && head.namespace.is_none() {
+            return None; // an empty namespace to replace inside a flow mapping: the full reader's
+        }
+        if namespace.is_none() {
+            let brace = line.start + line.text.find('{')? + 1;
+            head.slot = Some(Edit {
+                at: brace,
+                remove: 0,
+                before: "namespace: ".into(),
+                after: if fields.is_empty() { "" } else { ", " }.into(),
+            });
+        }
+        return Some(());
+    }
+    if !meta.value.is_empty() {
+        return None;
+    }
+    let fields = nested(lines, meta)?;
+    let indent = fields.first().map_or(2, |f| lines[f.line].indent);
+    let get = |key: &str| -> Option<Option<&Entry>> {
+        let mut found = fields.iter().filter(|e| e.key == key);
+        let first = found.next();
+        found.next().is_none().then_some(first)
+    };
+    head.name = get("name")?.map_or(Some(None), |e| only_scalar(e))?;
+    match get("namespace")? {
+        Some(e) => {
+            head.namespace = only_scalar(e)?;
+            if head.namespace.is_none() {
+                let l = &lines[e.line];
+                head.slot = Some(Edit {
+                    at: l.start,
+                    remove: l.text.len(),
+                    before: format!("{}namespace: ", " ".repeat(indent)),
+                    after: String::new(),
+                });
+            }
+        }
+        None => {
+            head.slot = Some(Edit {
+                at: line.next(doc),
+                remove: 0,
+                before: format!("{}namespace: ", " ".repeat(indent)),
+                after: "\n".into(),
+            });
+        }
+    }
+    Some(())
+}
+
+/// `spec.group`, `spec.names.kind` and `spec.scope` of a CustomResourceDefinition.
+fn crd(lines: &[Line], spec: &Entry) -> Option<Crd> {
+    if !spec.value.is_empty() {
+        return None;
+    }
+    let fields = nested(lines, spec)?;
+    let get = |key: &str| -> Option<&Entry> {
+        let mut found = fields.iter().filter(|e| e.key == key);
+        let first = found.next();
+        found.next().is_none().then_some(first)?
+    };
+    let text = |e: &Entry| only_scalar(e).flatten();
+    let names = get("names")?;
+    let kind = if names.value.starts_with('{') {
+        let fields = flow_entries(names.value)?;
+        let mut kinds = fields.iter().filter(|(k, _)| *k == "kind");
+        let kind = kinds.next()?.1;
+        if kinds.next().is_some() {
+            return None;
+        }
+        scalar(kind)??
+    } else {
+        let fields = nested(lines, names)?;
+        let mut kinds = fields.iter().filter(|e| e.key == "kind");
+        let kind = kinds.next()?;
+        if kinds.next().is_some() {
+            return None;
+        }
+        text(kind)?
+    };
+    Some(Crd {
+        group: text(get("group")?)?,
+        kind,
+        cluster_scoped: text(get("scope")?)? == "Cluster",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(text: &str) -> Head {
+        scan(text).unwrap_or_else(|| panic!("unsure: {text}"))
+    }
+
+    fn with_namespace(text: &str) -> String {
+        head(text).slot.expect("a slot").apply(text, "ns")
+    }
+
+    #[test]
+    fn block_metadata_gets_the_namespace_inserted() {
+        let text = "---\n# Source: c/t.yaml\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  \
+                    name: sa # the account\n  labels:\n    a: b\nspec: {}\n";
+        let h = head(text);
+        assert_eq!(h.api_version.as_deref(), Some("v1"));
+        assert_eq!(h.kind.as_deref(), Some("ServiceAccount"));
+        assert_eq!(h.name.as_deref(), Some("sa"));
+        assert_eq!(h.namespace, None);
+        assert_eq!(
+            with_namespace(text),
+            text.replace("metadata:\n", "metadata:\n  namespace: ns\n")
+        );
+    }
+
+    #[test]
+    fn flow_absent_and_empty_metadata() {
+        let flow = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"c\", labels: {a: b}}\n";
+        assert_eq!(head(flow).name.as_deref(), Some("c"));
+        assert!(with_namespace(flow).contains("metadata: {namespace: ns, name: \"c\""));
+        let empty = "kind: ConfigMap\nmetadata: {}\n";
+        assert!(with_namespace(empty).contains("metadata: {namespace: ns}\n"));
+        let absent = "---\nkind: ConfigMap\ndata: {}\n";
+        assert_eq!(
+            with_namespace(absent),
+            "---\nmetadata:\n  namespace: ns\nkind: ConfigMap\ndata: {}\n"
+        );
+        let null = "kind: ConfigMap\nmetadata:\n    name: x\n    namespace: \"\"\n";
+        assert_eq!(
+            with_namespace(null),
+            "kind: ConfigMap\nmetadata:\n    name: x\n    namespace: ns\n"
+        );
+        let set = "kind: ConfigMap\nmetadata:\n  namespace: 'other'\n";
+        assert_eq!(head(set).namespace.as_deref(), Some("other"));
+        assert_eq!(head(set).slot, None);
+    }
+
+    #[test]
+    fn crds_tell_their_scope() {
+        let text = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+                    metadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  \
+                    names:\n    kind: Widget\n    plural: widgets\n  scope: Cluster\n  versions:\n  \
+                    - name: v1\n    schema:\n      description: |\n        kind: Nope\n";
+        assert_eq!(
+            head(text).crd,
+            Some(Crd {
+                group: "example.com".into(),
+                kind: "Widget".into(),
+                cluster_scoped: true
+            })
+        );
+    }
+
+    #[test]
+    fn block_scalars_and_closed_flow_are_skipped() {
+        let text = "kind: ConfigMap\nmetadata:\n  name: x\ndata:\n  run.sh: |\n    echo \"hi\n    \
+                    kind: Nope\n  more: [a, \"b, c\"]\n";
+        assert_eq!(head(text).kind.as_deref(), Some("ConfigMap"));
+    }
+
+    #[test]
+    fn following_spans_finds_metadata_past_a_flow_that_spans_lines() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  command: [\n    \"sh\",\n  ]\n  args: \"a\n\nb\"\n";
+        assert_eq!(scan(text), None);
+        let h = scan_following(text).unwrap();
+        assert_eq!(h.name.as_deref(), Some("p"));
+        assert!(h.slot.is_some());
+        let hiding = "kind: Pod\ndata:\n  x: \"open\nkind: Secret\"\n";
+        assert_eq!(
+            scan_following(hiding),
+            None,
+            "a spanned line that looks like a key"
+        );
+        assert_eq!(scan_following("kind: Pod\nx: [\n"), None, "never closes");
+    }
+
+    #[test]
+    fn unsure_documents_go_to_the_full_reader() {
+        for text in [
+            "kind: ConfigMap\nmetadata:\n          name: deep\n",
+            "--- {kind: ConfigMap}\n",
+            "\"kind\": ConfigMap\n",
+            "kind: ConfigMap\nkind: Secret\n",
+            "kind: &k ConfigMap\n",
+            "kind: yes\n",
+            "kind: \"a\\tb\"\n",
+            "data:\n  x: \"open\nkind: Secret\"\n",
+            "command: [\n  sh\n]\n",
+            "- a\n",
+            "metadata: *m\n",
+            "metadata:\n  name: a\n  name: b\n",
+            "kind:\n  ConfigMap\n",
+            "\tkind: x\n",
+            "kind: ConfigMap\nmetadata: {namespace: \"\"}\n",
+        ] {
+            assert_eq!(scan(text), None, "{text}");
+        }
+    }
+}
