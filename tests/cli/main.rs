@@ -239,6 +239,7 @@ cases! {
     render_helm_too_old,
     render_helmchart,
     render_namespaces,
+    render_namespaces_json,
     render_nested,
     render_path_escape,
     render_runtime_values_top_level_only,
