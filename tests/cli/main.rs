@@ -155,6 +155,7 @@ cases! {
     broken_targets,
     broken_targets_selected,
     classify_duplicate_objects,
+    classify_content_on_separator,
     classify_misnamed_contract,
     classify_nyl_lookalikes,
     classify_values_and_kustomization,
