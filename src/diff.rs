@@ -256,60 +256,14 @@ fn compare(
     changes
 }
 
-/// A unified diff of two texts' lines, with three lines of context.
+/// A unified diff of two texts' lines: hunks with `@@ -a,b +c,d @@` headers and three lines of
+/// context. `similar`'s Myers diff needs memory linear in the texts, so a one-line change in a
+/// huge resource stays a one-line hunk.
 pub fn unified(old: &str, new: &str) -> String {
-    let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
-    // Longest common subsequence, from the end; bounded so a huge resource cannot exhaust memory.
-    if a.len().saturating_mul(b.len()) > 4_000_000 {
-        let mut out = String::new();
-        a.iter().for_each(|l| out.push_str(&format!("-{l}\n")));
-        b.iter().for_each(|l| out.push_str(&format!("+{l}\n")));
-        return out;
-    }
-    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let mut ops: Vec<(char, &str)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            ops.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            ops.push(('-', a[i]));
-            i += 1;
-        } else {
-            ops.push(('+', b[j]));
-            j += 1;
-        }
-    }
-    let near_change = |k: usize| {
-        let lo = k.saturating_sub(3);
-        let hi = (k + 3).min(ops.len() - 1);
-        ops[lo..=hi].iter().any(|(c, _)| *c != ' ')
-    };
-    let mut out = String::new();
-    let mut skipped = false;
-    for (k, (c, line)) in ops.iter().enumerate() {
-        if near_change(k) {
-            if skipped && !out.is_empty() {
-                out.push_str("@@\n");
-            }
-            skipped = false;
-            out.push_str(&format!("{c}{line}\n"));
-        } else {
-            skipped = true;
-        }
-    }
-    out
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .to_string()
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
@@ -442,9 +396,35 @@ mod tests {
         let new = "a\nb\nc\nd\nE\nf\ng\nh\ni\nj\nk\n";
         assert_eq!(
             unified(old, new),
-            " b\n c\n d\n-e\n+E\n f\n g\n h\n i\n j\n+k\n"
+            "@@ -2,9 +2,10 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n i\n j\n+k\n"
         );
         assert_eq!(unified("same\n", "same\n"), "");
+    }
+
+    #[test]
+    fn one_changed_line_in_a_huge_resource_is_one_small_hunk() {
+        let old: String = (1..=5000).map(|i| format!("line{i}: value\n")).collect();
+        let new = old.replace("line2500: value\n", "line2500: changed\n");
+        let diff = unified(&old, &new);
+        assert_eq!(
+            diff,
+            "@@ -2497,7 +2497,7 @@\n line2497: value\n line2498: value\n line2499: value\n\
+             -line2500: value\n+line2500: changed\n line2501: value\n line2502: value\n\
+             \x20line2503: value\n"
+        );
+        assert_eq!(diff.lines().count(), 9);
+    }
+
+    #[test]
+    fn separate_changes_get_separate_hunks_with_their_ranges() {
+        let old: String = (1..=40).map(|i| format!("{i}\n")).collect();
+        let new = old.replace("\n5\n", "\nfive\n").replace("\n30\n", "\n");
+        let diff = unified(&old, &new);
+        let headers: Vec<&str> = diff
+            .lines()
+            .filter(|l| l.starts_with("@@"))
+            .collect();
+        assert_eq!(headers, ["@@ -2,7 +2,7 @@", "@@ -27,7 +27,6 @@"]);
     }
 
     #[test]

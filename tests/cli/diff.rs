@@ -96,7 +96,7 @@ fn diff_between_two_commits_shows_added_removed_and_changed_resources() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("```diff\n") && stdout.contains("<masked sha256:"),
+        stdout.contains("```diff\n@@ -") && stdout.contains("<masked sha256:"),
         "{stdout}"
     );
     assert!(!stdout.contains("hunter"), "{stdout}");
