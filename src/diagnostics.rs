@@ -111,6 +111,9 @@ codes! {
     /// tree rendered without the app would make the GitOps engine prune it. `render-tree
     /// --allow-empty` turns it into a warning.
     AppsGlobUnmatched = "apps_glob_unmatched", Error, Input;
+    /// A glob in a DeploymentTarget's `spec.apps` cannot be read (an unclosed `{` or `[`, for
+    /// example); the message says what is wrong. Globs know `*`, `?`, `**`, `{a,b}` and `[...]`.
+    AppsGlobInvalid = "apps_glob_invalid", Error, Input;
     /// A target deploys no app (no `spec.apps` match, no layout app names it), or `render-tree
     /// --all-targets` finds no target with apps. Writing the empty tree would make Flux prune
     /// everything; `--allow-empty` says it is intended.

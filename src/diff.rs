@@ -420,10 +420,7 @@ mod tests {
         let old: String = (1..=40).map(|i| format!("{i}\n")).collect();
         let new = old.replace("\n5\n", "\nfive\n").replace("\n30\n", "\n");
         let diff = unified(&old, &new);
-        let headers: Vec<&str> = diff
-            .lines()
-            .filter(|l| l.starts_with("@@"))
-            .collect();
+        let headers: Vec<&str> = diff.lines().filter(|l| l.starts_with("@@")).collect();
         assert_eq!(headers, ["@@ -2,7 +2,7 @@", "@@ -27,7 +27,6 @@"]);
     }
 

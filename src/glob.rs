@@ -1,40 +1,51 @@
 //! Globs over `/`-separated paths relative to the project root, as DeploymentTargets'
-//! `spec.apps` write them: `*` matches any characters within one segment, `?` one character, and
-//! a `**` segment zero or more whole segments.
+//! `spec.apps` write them, compiled by `globset`: `*` matches any characters within one segment,
+//! `?` one character, a `**` segment zero or more whole segments, `{a,b}` either alternative and
+//! `[...]` one character of a class.
 
-/// Whether `path` matches `pattern`.
-pub fn matches(pattern: &str, path: &str) -> bool {
-    let pattern: Vec<&str> = pattern
-        .trim_end_matches('/')
-        .split('/')
-        .filter(|s| *s != ".")
-        .collect();
-    let path: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    segments(&pattern, &path)
+use globset::{GlobBuilder, GlobMatcher};
+
+/// A compiled glob.
+#[derive(Clone, Debug)]
+pub struct Glob {
+    /// As written, for messages.
+    pub pattern: String,
+    matcher: GlobMatcher,
 }
 
-fn segments(pattern: &[&str], path: &[&str]) -> bool {
-    match pattern.split_first() {
-        None => path.is_empty(),
-        Some((&"**", rest)) => (0..=path.len()).any(|skip| segments(rest, &path[skip..])),
-        Some((first, rest)) => path.split_first().is_some_and(|(segment, path_rest)| {
-            segment_matches(first.as_bytes(), segment.as_bytes()) && segments(rest, path_rest)
-        }),
+impl Glob {
+    /// Compiles `pattern`; the error says what is wrong with it.
+    pub fn new(pattern: &str) -> Result<Glob, String> {
+        // `./apps/web` and `apps/web/` name the same paths as `apps/web`.
+        let normalized: Vec<&str> = pattern
+            .trim_end_matches('/')
+            .split('/')
+            .filter(|s| *s != ".")
+            .collect();
+        GlobBuilder::new(&normalized.join("/"))
+            // `*` and `?` never cross a `/`.
+            .literal_separator(true)
+            .build()
+            .map(|glob| Glob {
+                pattern: pattern.to_string(),
+                matcher: glob.compile_matcher(),
+            })
+            .map_err(|e| e.kind().to_string())
     }
-}
 
-fn segment_matches(pattern: &[u8], text: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some((b'*', rest)) => (0..=text.len()).any(|skip| segment_matches(rest, &text[skip..])),
-        Some((b'?', rest)) => !text.is_empty() && segment_matches(rest, &text[1..]),
-        Some((c, rest)) => text.first() == Some(c) && segment_matches(rest, &text[1..]),
+    /// Whether `path` matches.
+    pub fn matches(&self, path: &str) -> bool {
+        self.matcher.is_match(path.trim_end_matches('/'))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::matches;
+    use super::Glob;
+
+    fn matches(pattern: &str, path: &str) -> bool {
+        Glob::new(pattern).unwrap().matches(path)
+    }
 
     #[test]
     fn globs_match_like_shell_globs_with_double_star() {
@@ -51,7 +62,32 @@ mod tests {
         assert!(matches("./apps/web", "apps/web"));
         assert!(matches("apps/db?.yaml", "apps/db1.yaml"));
         assert!(!matches("apps/db?.yaml", "apps/db.yaml"));
+        assert!(!matches("apps/?", "apps/a/b"), "? stays in its segment");
         assert!(!matches("apps", "apps/web"));
         assert!(matches("**", "anything/at/all"));
+    }
+
+    #[test]
+    fn braces_choose_between_alternatives() {
+        assert!(matches("apps/{db,web}.yaml", "apps/db.yaml"));
+        assert!(matches("apps/{db,web}.yaml", "apps/web.yaml"));
+        assert!(!matches("apps/{db,web}.yaml", "apps/cache.yaml"));
+        assert!(matches("{apps,infra}/*", "infra/dns"));
+    }
+
+    #[test]
+    fn classes_match_one_character() {
+        assert!(matches("apps/db[0-9].yaml", "apps/db7.yaml"));
+        assert!(!matches("apps/db[0-9].yaml", "apps/dbx.yaml"));
+        assert!(matches("apps/db[!0-9].yaml", "apps/dbx.yaml"));
+        assert!(!matches("apps[/]db", "apps/db"), "a class never matches /");
+    }
+
+    #[test]
+    fn an_invalid_glob_is_an_error_that_says_why() {
+        let err = Glob::new("apps/{db,web.yaml").unwrap_err();
+        assert!(err.contains("unclosed alternate group"), "{err}");
+        let err = Glob::new("apps/db[.yaml").unwrap_err();
+        assert!(err.contains("unclosed character class"), "{err}");
     }
 }

@@ -356,7 +356,7 @@ pub struct DeploymentTarget {
     pub cluster_ref: String,
     pub cluster_ref_loc: Loc,
     pub values: Node,
-    pub apps: Vec<(String, Loc)>,
+    pub apps: Vec<(crate::glob::Glob, Loc)>,
 }
 
 /// A component invocation.
@@ -432,6 +432,24 @@ pub fn deployment_target(
     let cluster_ref = spec
         .and_then(|s| s.field("clusterRef"))
         .and_then(|r| r.field("name"));
+    let mut apps = Vec::new();
+    let mut problems = Vec::new();
+    for (pattern, loc) in strings(spec.and_then(|s| s.field("apps"))) {
+        match crate::glob::Glob::new(&pattern) {
+            Ok(glob) => apps.push((glob, loc)),
+            Err(why) => problems.push(
+                Diagnostic::new(
+                    Code::AppsGlobInvalid,
+                    format!("spec.apps glob {pattern:?} is not a valid glob: {why}"),
+                )
+                .at(loc)
+                .object(display.clone()),
+            ),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
     Ok(DeploymentTarget {
         cluster_ref: cluster_ref
             .and_then(Node::as_str)
@@ -446,7 +464,7 @@ pub fn deployment_target(
             doc.prov.loc,
             Layer::TargetValues { object },
         ),
-        apps: strings(spec.and_then(|s| s.field("apps"))),
+        apps,
     })
 }
 

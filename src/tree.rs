@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::diagnostics::{Code, Diagnostic, Severity};
-use crate::glob;
 use crate::pipeline::{self, Session};
 use crate::provenance::{Catalog, FileId};
 use crate::render;
@@ -276,17 +275,16 @@ pub(crate) fn glob_apps(
 ) -> (BTreeSet<String>, Vec<Diagnostic>) {
     let mut apps: BTreeSet<String> = BTreeSet::new();
     let mut unmatched = Vec::new();
-    for (pattern, loc) in &target.apps {
-        let hits: Vec<&String> = scan
-            .paths
-            .iter()
-            .filter(|p| glob::matches(pattern, p))
-            .collect();
+    for (glob, loc) in &target.apps {
+        let hits: Vec<&String> = scan.paths.iter().filter(|p| glob.matches(p)).collect();
         if hits.is_empty() {
             unmatched.push(
                 Diagnostic::new(
                     Code::AppsGlobUnmatched,
-                    format!("spec.apps glob {pattern:?} matches no file or directory"),
+                    format!(
+                        "spec.apps glob {:?} matches no file or directory",
+                        glob.pattern
+                    ),
                 )
                 .at(*loc)
                 .object(format!("DeploymentTarget/{}", target.name)),

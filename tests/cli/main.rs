@@ -2,8 +2,9 @@
 //!
 //! Each `tests/cases/NAME.case` names a fixture repository, the arguments (and optional
 //! environment), and below a `==> status` line the expected exit status, stdout and stderr.
-//! Regenerate the expectations after an intended change with
-//! `NYL_BLESS=1 cargo test --test cli`, then review the diff.
+//! Regenerate the expectations of the cases you mean after an intended change with
+//! `NYL_BLESS=case_a,case_b cargo test --test cli` (or a pattern, see [`golden`]), then read the
+//! diff.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ mod cache;
 mod coalesce;
 mod diff;
 mod flux;
+mod golden;
 mod helm_process;
 mod helm_values;
 mod passthrough;
@@ -112,15 +114,11 @@ fn run_case(name: &str) {
         .map_or(case.repo.clone(), |c| case.repo.join(c));
     let (status, stdout, stderr) = nyl(&dir, &case.args, &case.env);
     let actual = format!("{}{}", case.header, render(status, &stdout, &stderr));
-    if std::env::var_os("NYL_BLESS").is_some() {
+    if golden::blessed(name) {
         fs::write(&path, &actual).expect("bless");
         return;
     }
-    if actual != text {
-        panic!(
-            "case {name} differs (NYL_BLESS=1 cargo test --test cli to accept)\n--- expected\n{text}\n--- actual\n{actual}"
-        );
-    }
+    golden::assert_same(name, &text, &actual);
 }
 
 macro_rules! cases {
@@ -271,6 +269,8 @@ cases! {
     tree_stray_documents,
     tree_target_without_apps,
     tree_unknown_target,
+    tree_glob_braces,
+    tree_glob_invalid,
     tree_unmatched_glob,
     validate_example_clean,
     validate_fail_closed,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use nyl_render::provenance::FileId;
 use nyl_render::yaml::{parse_stream, Limits};
 
-use super::{args, copy_dir, nyl, root, tempdir};
+use super::{args, copy_dir, golden, nyl, root, tempdir};
 
 /// Every file below `dir`, relative path -> content.
 fn tree(dir: &Path) -> Vec<(String, String)> {
@@ -51,15 +51,23 @@ fn golden_tree_of_the_example_project() {
     assert_eq!(status, 0, "{stderr}");
     assert_eq!(stdout, "11 files written, 0 unchanged, 0 removed\n");
     let golden = root().join("tests/golden/example-tree");
-    if std::env::var_os("NYL_BLESS").is_some() {
+    if golden::blessed("golden_tree_of_the_example_project") {
         let _ = fs::remove_dir_all(&golden);
         copy_dir_create(&out, &golden);
     }
-    assert_eq!(
-        tree(&out),
-        tree(&golden),
-        "NYL_BLESS=1 cargo test --test cli golden_tree to accept"
+    golden::assert_same(
+        "golden_tree_of_the_example_project",
+        &as_text(&tree(&golden)),
+        &as_text(&tree(&out)),
     );
+}
+
+/// A tree as one text, each file under a `==> path` line, so a mismatch diffs by line.
+fn as_text(files: &[(String, String)]) -> String {
+    files
+        .iter()
+        .map(|(path, text)| format!("==> {path}\n{text}"))
+        .collect()
 }
 
 fn copy_dir_create(from: &Path, to: &Path) {
