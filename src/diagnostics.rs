@@ -309,11 +309,6 @@ impl Diagnostic {
         self
     }
 
-    pub fn at_opt(mut self, loc: Option<Loc>) -> Self {
-        self.loc = loc.or(self.loc);
-        self
-    }
-
     pub fn object(mut self, object: impl Into<String>) -> Self {
         self.object = Some(object.into());
         self

@@ -655,6 +655,14 @@ impl Limits {
         ]
     }
 
+    /// The default of the limit `name`, if there is one by that name.
+    pub fn default_of(name: &str) -> Option<u64> {
+        Limits::default()
+            .entries_mut()
+            .into_iter()
+            .find_map(|(n, value)| (n == name).then_some(*value))
+    }
+
     /// The environment variable by which the operator sets the limit `name`.
     pub fn variable(name: &str) -> String {
         format!("NYL_{}", name.to_ascii_uppercase())

@@ -5,7 +5,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::diagnostics::{Class, Code};
-use crate::schema::{expected, FileKind, Shape, FILE_KINDS};
+use crate::objects::Limits;
+use crate::schema::{expected, Field, FieldDefault, FileKind, Shape, FILE_KINDS};
 
 /// `docs/reference.md`.
 pub fn markdown() -> String {
@@ -58,7 +59,7 @@ pub fn markdown() -> String {
     out
 }
 
-fn rows(fields: &[crate::schema::Field], prefix: &str, out: &mut String) {
+fn rows(fields: &[Field], prefix: &str, out: &mut String) {
     for f in fields {
         let path = format!("{prefix}{}", f.name);
         let doc = f.doc.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -66,13 +67,37 @@ fn rows(fields: &[crate::schema::Field], prefix: &str, out: &mut String) {
             "| `{path}` | {} | {} | {} | {doc} |\n",
             type_name(f.shape),
             if f.required { "yes" } else { "no" },
-            f.default.map_or("none".to_string(), |d| format!("`{d}`")),
+            default_text(f).map_or("none".to_string(), |d| format!("`{d}`")),
         ));
         match f.shape {
             Shape::Object(inner) => rows(inner, &format!("{path}."), out),
             Shape::List(Shape::Object(inner)) => rows(inner, &format!("{path}[]."), out),
             _ => {}
         }
+    }
+}
+
+/// A field's default as the reference page shows it: a size in bytes also in MiB.
+fn default_text(f: &Field) -> Option<String> {
+    match f.default? {
+        FieldDefault::Text(text) => Some(text.to_string()),
+        FieldDefault::Limit => {
+            let n = Limits::default_of(f.name)?;
+            const MIB: u64 = 1 << 20;
+            Some(if n >= MIB && n % MIB == 0 {
+                format!("{n} ({} MiB)", n / MIB)
+            } else {
+                n.to_string()
+            })
+        }
+    }
+}
+
+/// A field's default as a JSON Schema `default`, when it is a JSON value.
+fn default_json(f: &Field) -> Option<Value> {
+    match f.default? {
+        FieldDefault::Text(text) => serde_json::from_str(text).ok(),
+        FieldDefault::Limit => Limits::default_of(f.name).map(Value::from),
     }
 }
 
@@ -135,10 +160,7 @@ fn shape_schema(shape: &Shape) -> Value {
                     .collect::<Vec<_>>()
                     .join(" ")
                     .into();
-                if let Some(default) = f
-                    .default
-                    .and_then(|d| serde_json::from_str::<Value>(d).ok())
-                {
+                if let Some(default) = default_json(f) {
                     p["default"] = default;
                 }
                 props.insert(f.name.into(), p);

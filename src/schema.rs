@@ -32,8 +32,18 @@ pub struct Field {
     pub name: &'static str,
     pub shape: &'static Shape,
     pub required: bool,
-    pub default: Option<&'static str>,
+    pub default: Option<FieldDefault>,
     pub doc: &'static str,
+}
+
+/// What a field defaults to.
+#[derive(Clone, Copy, Debug)]
+pub enum FieldDefault {
+    /// Written out: a JSON value, or words.
+    Text(&'static str),
+    /// The default of the `[limits]` entry of the field's name, kept with the limits themselves
+    /// (`objects::Limits`).
+    Limit,
 }
 
 const fn field(name: &'static str, shape: &'static Shape, doc: &'static str) -> Field {
@@ -60,8 +70,16 @@ const fn defaulted(
     doc: &'static str,
 ) -> Field {
     Field {
-        default: Some(default),
+        default: Some(FieldDefault::Text(default)),
         ..field(name, shape, doc)
+    }
+}
+
+/// A `[limits]` entry: a count that defaults to the limit's default.
+const fn limit(name: &'static str, doc: &'static str) -> Field {
+    Field {
+        default: Some(FieldDefault::Limit),
+        ..field(name, &Shape::Count, doc)
     }
 }
 
@@ -161,42 +179,27 @@ pub const CONFIG: Shape = Shape::Object(&[
     field(
         "limits",
         &Shape::Object(&[
-            defaulted(
+            limit(
                 "max_file_bytes",
-                &Shape::Count,
-                "4194304 (4 MiB)",
                 "The largest YAML file nyl reads (also bounds `nyl.toml` itself).",
             ),
-            defaulted(
-                "max_files",
-                &Shape::Count,
-                "2000",
-                "The most YAML files one run reads.",
-            ),
-            defaulted(
+            limit("max_files", "The most YAML files one run reads."),
+            limit(
                 "max_total_bytes",
-                &Shape::Count,
-                "67108864 (64 MiB)",
                 "The most YAML one run reads, all files together (and the most a packaged \
                  subchart decompresses to when its schemas are checked).",
             ),
-            defaulted(
+            limit(
                 "max_nodes",
-                &Shape::Count,
-                "500000",
                 "The most YAML nodes one run keeps: all documents of all files, runtime values \
                  and Helm's output together, every alias expansion counted.",
             ),
-            defaulted(
+            limit(
                 "max_value_bytes",
-                &Shape::Count,
-                "67108864 (64 MiB)",
                 "The most bytes of YAML keys and scalars one run keeps, counted like `max_nodes`.",
             ),
-            defaulted(
+            limit(
                 "max_render_bytes",
-                &Shape::Count,
-                "67108864 (64 MiB)",
                 "The largest rendered app; also all that one render takes in from Helm, all \
                  releases together (Helm is stopped past it).",
             ),
