@@ -8,9 +8,7 @@ use crate::value::{Node, Value};
 /// How a layer affected the value at the pointer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
-    /// The chart's `values.yaml`.
-    ChartDefault,
-    /// The first layer to set it.
+    /// The first layer to set it (the chart's `values.yaml` when it has the value).
     Set,
     /// A mapping merged over a mapping.
     Merged,
@@ -27,7 +25,6 @@ pub enum Rule {
 impl Rule {
     pub fn text(self) -> &'static str {
         match self {
-            Rule::ChartDefault => "chart default",
             Rule::Set => "set",
             Rule::Merged => "merged",
             Rule::Replaced => "replaced",
@@ -58,7 +55,7 @@ pub fn steps<'a>(
     if let Some(node) = current {
         out.push(Step {
             label: "chart default",
-            rule: Rule::ChartDefault,
+            rule: Rule::Set,
             node: Some(node),
         });
     }
@@ -132,11 +129,11 @@ mod tests {
     fn every_rule_is_named() {
         assert_eq!(
             rules("/a", "a: 1\n", &[Some("a: 2\n"), Some("b: 1\n"), None]),
-            [Rule::ChartDefault, Rule::Replaced, Rule::Absent]
+            [Rule::Set, Rule::Replaced, Rule::Absent]
         );
         assert_eq!(
             rules("/m", "m: {x: 1}\n", &[Some("m: {y: 1}\n")]),
-            [Rule::ChartDefault, Rule::Merged]
+            [Rule::Set, Rule::Merged]
         );
         assert_eq!(
             rules("/a", "b: 1\n", &[Some("a: 2\n"), Some("a: null\n")]),
@@ -144,7 +141,7 @@ mod tests {
         );
         assert_eq!(
             rules("/m/x", "m: {x: 1}\n", &[Some("m: 5\n")]),
-            [Rule::ChartDefault, Rule::ReplacedAncestor]
+            [Rule::Set, Rule::ReplacedAncestor]
         );
     }
 }

@@ -188,8 +188,16 @@ fn kubernetes_object(
 
 /// `Kind/name` of any document, for diagnostics.
 fn object_display(doc: &Node) -> String {
-    let r = object_ref(doc);
-    format!("{}/{}", r.kind, r.name)
+    object_ref(doc).to_string()
+}
+
+/// `Kind/name` of a document of a known kind, for diagnostics.
+fn display_as(kind: &str, doc: &Node) -> String {
+    crate::provenance::ObjectRef {
+        kind: kind.to_string(),
+        ..object_ref(doc)
+    }
+    .to_string()
 }
 
 fn api_loc(doc: &Node) -> Loc {
@@ -298,7 +306,8 @@ pub fn check_shape(doc: &Node, shape: &Shape, object: Option<&str>) -> Result<()
     }
 }
 
-/// How the catalog names a document's object: its `kind` and `metadata.name` (`?` when absent).
+/// How the catalog names a document's object: its `kind` (`?` when absent) and `metadata.name`
+/// (empty when absent).
 pub fn object_ref(doc: &Node) -> crate::provenance::ObjectRef {
     crate::provenance::ObjectRef {
         kind: doc
@@ -306,7 +315,7 @@ pub fn object_ref(doc: &Node) -> crate::provenance::ObjectRef {
             .and_then(Node::as_str)
             .unwrap_or("?")
             .to_string(),
-        name: name_of(doc).unwrap_or("?").to_string(),
+        name: name_of(doc).unwrap_or_default().to_string(),
         loc: doc.prov.loc,
     }
 }
@@ -383,7 +392,7 @@ impl Invocation {
 
 /// Decodes a Cluster; the caller has registered it as `object`.
 pub fn cluster(doc: &Node, object: ObjectId) -> Result<Cluster, Vec<Diagnostic>> {
-    let display = format!("Cluster/{}", name_of(doc).unwrap_or("?"));
+    let display = display_as("Cluster", doc);
     check_shape(doc, &schema::CLUSTER, Some(&display))?;
     let name = checked_name(doc, &display, NameRule::Object)?;
     let spec = doc.field("spec");
@@ -425,7 +434,7 @@ pub fn deployment_target(
     doc: &Node,
     object: ObjectId,
 ) -> Result<DeploymentTarget, Vec<Diagnostic>> {
-    let display = format!("DeploymentTarget/{}", name_of(doc).unwrap_or("?"));
+    let display = display_as("DeploymentTarget", doc);
     check_shape(doc, &schema::DEPLOYMENT_TARGET, Some(&display))?;
     let name = checked_name(doc, &display, NameRule::Object)?;
     let spec = doc.field("spec");
@@ -471,7 +480,7 @@ pub fn deployment_target(
 /// Decodes an invocation; the caller has registered it as `object`.
 pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagnostic>> {
     let kind = doc.field("kind").and_then(Node::as_str).unwrap_or("?");
-    let display = format!("{kind}/{}", name_of(doc).unwrap_or("?"));
+    let display = display_as(kind, doc);
     check_shape(doc, &schema::INVOCATION, Some(&display))?;
     let mut problems = Vec::new();
     let name = checked_name(doc, &display, NameRule::Release).map_err(|e| problems.extend(e));
@@ -520,7 +529,7 @@ pub struct HelmChart {
 
 /// Decodes a HelmChart; the caller has registered it as `object`.
 pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnostic>> {
-    let display = format!("HelmChart/{}", name_of(doc).unwrap_or("?"));
+    let display = display_as("HelmChart", doc);
     check_shape(doc, &schema::HELM_CHART, Some(&display))?;
     let mut problems = Vec::new();
     let name = checked_name(doc, &display, NameRule::Release).map_err(|e| problems.extend(e));

@@ -467,7 +467,7 @@ impl Project {
         };
         let object = self.catalog.add_object(ObjectRef {
             kind: kind_name.to_string(),
-            name: objects::name_of(doc).unwrap_or("?").to_string(),
+            name: objects::name_of(doc).unwrap_or_default().to_string(),
             loc: doc.prov.loc,
         });
         let result = match kind {

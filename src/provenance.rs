@@ -66,17 +66,23 @@ impl Prov {
     }
 }
 
-/// A nyl object as diagnostics and provenance name it: `Cluster/prod-eu-1`.
+/// A nyl object as diagnostics and provenance name it: `Cluster/prod-eu-1`, or the kind alone
+/// while the document has no name (its missing name is a problem of its own).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRef {
     pub kind: String,
+    /// Empty when the document has none.
     pub name: String,
     pub loc: Loc,
 }
 
 impl fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.kind, self.name)
+        if self.name.is_empty() {
+            f.write_str(&self.kind)
+        } else {
+            write!(f, "{}/{}", self.kind, self.name)
+        }
     }
 }
 

@@ -192,6 +192,15 @@ pub fn explain_text(
     let value = |n: &Node| n.to_json().to_string();
     for step in steps {
         match step.node {
+            // A null's value would only repeat the rule: "deleted by null".
+            Some(node) if step.rule == crate::explain::Rule::DeletedByNull => {
+                out.push_str(&format!(
+                    "  {}: {} ({})\n",
+                    step.label,
+                    step.rule.text(),
+                    catalog.loc(node.prov.loc)
+                ))
+            }
             Some(node) => out.push_str(&format!(
                 "  {}: {} {} ({})\n",
                 step.label,
