@@ -294,7 +294,7 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => diff(args),
         Command::RenderTree(args) => render_tree(args),
         Command::Schema { kind } => print_schema(&kind),
-        Command::Argocd(ArgocdCommand::Generate(engine)) => argocd_generate(engine),
+        Command::Argocd(ArgocdCommand::Generate(engine)) => argocd_generate(&engine),
         Command::Argocd(ArgocdCommand::Parameters) => argocd_parameters(),
     }
 }
@@ -455,9 +455,9 @@ fn engine_request(engine: &EngineArgs) -> render::Request {
         kube_version: None,
         api_versions: Vec::new(),
         allow_empty: false,
-        jobs: engine
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        jobs: engine.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+        }),
         cache_dir: cache::default_dir(),
         cache: mode,
         cache_max_bytes: env_var("NYL_CACHE_MAX_BYTES")
@@ -468,7 +468,7 @@ fn engine_request(engine: &EngineArgs) -> render::Request {
     }
 }
 
-fn argocd_generate(engine: EngineArgs) -> ExitCode {
+fn argocd_generate(engine: &EngineArgs) -> ExitCode {
     let settings = match argocd::settings(&env_var) {
         Ok(s) => s,
         Err(problems) => return ExitCode::from(report_diagnostics(problems, &Catalog::default())),
@@ -505,7 +505,7 @@ fn argocd_generate(engine: EngineArgs) -> ExitCode {
         kube_version: settings.kube_version,
         api_versions: settings.api_versions,
         allow_empty: settings.allow_empty,
-        ..engine_request(&engine)
+        ..engine_request(engine)
     };
     let mut outcome = render::render(&request);
     outcome.diagnostics = outcome
@@ -546,13 +546,7 @@ fn validate(args: ValidateArgs) -> ExitCode {
         .issues
         .iter()
         .any(|i| i.is_error() && i.code.class() == diagnostics::Class::Usage);
-    ExitCode::from(if usage {
-        2
-    } else if report.valid {
-        0
-    } else {
-        1
-    })
+    ExitCode::from(if usage { 2 } else { u8::from(!report.valid) })
 }
 
 fn diff(args: DiffArgs) -> ExitCode {

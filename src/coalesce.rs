@@ -135,7 +135,7 @@ fn resolve(chart: &mut ChartValues) {
         if let Some(sub) = chart.subcharts.iter().find(|c| c.name == dep.name) {
             let mut sub = sub.clone();
             if let Some(alias) = &dep.alias {
-                sub.name = alias.clone();
+                sub.name.clone_from(alias);
             }
             subcharts.push(sub);
         }

@@ -278,7 +278,7 @@ pub fn evaluate(
     let mut overridden = BTreeSet::new();
     let imported = tree.clone();
     let values = merge_with(tree, inv.spec.clone(), &mut |_, old, _| {
-        collect_imports(old, &mut overridden)
+        collect_imports(old, &mut overridden);
     });
     for (index, report) in reports.iter_mut().enumerate() {
         report.overridden = overridden.contains(&(index as u32));

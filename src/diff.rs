@@ -245,7 +245,7 @@ fn compare(
         match base.get(id) {
             None => changes.push(Change::Added(id.clone())),
             Some(old) if old != text => {
-                changes.push(Change::Changed(id.clone(), unified(old, text)))
+                changes.push(Change::Changed(id.clone(), unified(old, text)));
             }
             Some(_) => {}
         }
@@ -433,7 +433,7 @@ mod tests {
                 &crate::yaml::parse_stream(
                     &text,
                     crate::provenance::FileId(0),
-                    &Default::default(),
+                    &crate::yaml::Limits::default(),
                 )
                 .docs
                 .remove(0),

@@ -351,7 +351,7 @@ impl Session {
         };
         let mut docs = Vec::new();
         for file in files {
-            if let Some((file_docs, dir)) = self.read_app_file(file) {
+            if let Some((file_docs, dir)) = self.read_app_file(&file) {
                 docs.extend(file_docs.into_iter().map(|d| (d, dir.clone())));
             }
         }
@@ -364,14 +364,14 @@ impl Session {
 
     /// One app file's documents and directory; `None` (problems reported) when it did not read
     /// cleanly: its documents' errors would only be consequences.
-    fn read_app_file(&mut self, file: PathBuf) -> Option<(Vec<Document>, Option<PathBuf>)> {
+    fn read_app_file(&mut self, file: &Path) -> Option<(Vec<Document>, Option<PathBuf>)> {
         // A link is refused before it is resolved: read_documents reports it.
-        if fs::symlink_metadata(&file).is_ok_and(|m| !m.file_type().is_file()) {
-            let (_, _, problems) = self.project.read_documents(&file);
+        if fs::symlink_metadata(file).is_ok_and(|m| !m.file_type().is_file()) {
+            let (_, _, problems) = self.project.read_documents(file);
             self.diagnostics.extend(problems);
             return None;
         }
-        let file = match self.project.inside(&file) {
+        let file = match self.project.inside(file) {
             Ok(file) => file,
             Err(d) => {
                 self.diagnostics.push(d);

@@ -231,8 +231,8 @@ pub fn stop_children_on_signals() {
                 // The handler runs once; the signal it raises again then takes its default
                 // action.
                 action.sa_flags = libc::SA_RESETHAND;
-                libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut());
+                libc::sigemptyset(&raw mut action.sa_mask);
+                libc::sigaction(signal, &raw const action, std::ptr::null_mut());
             }
         }
     });

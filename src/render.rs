@@ -84,7 +84,7 @@ pub fn render(req: &Request) -> Outcome {
         let mut tree = Tree {
             session: &mut session,
             jobs: Vec::new(),
-            schemas: Default::default(),
+            schemas: crate::values_schema::Schemas::default(),
         };
         let top = tree.nodes(entries, &[], None);
         if tree.run(req, skip) {

@@ -30,7 +30,7 @@ pub fn describe(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> Stri
     let object = |id| {
         catalog
             .object(id)
-            .map_or_else(|| "?".to_string(), |o| o.to_string())
+            .map_or_else(|| "?".to_string(), std::string::ToString::to_string)
     };
     let import = |index: u32| imports.get(index as usize).map_or("?", |i| i.name.as_str());
     match prov.layer {
@@ -96,7 +96,7 @@ pub fn to_yaml(
             let imports: Vec<_> = item.imports.iter().map(status_text).collect();
             out.push_str(&format!("# imports: {}\n", imports.join("; ")));
         }
-        if !std::ptr::eq(shown, &item.values) {
+        if !std::ptr::eq(shown, &raw const item.values) {
             out.push_str("# with the chart's defaults, as its templates see them\n");
         }
         let comment = |node: &Node| explain.then(|| describe(node.prov, &item.imports, catalog));
@@ -132,7 +132,7 @@ pub fn to_json(
                     .get(i)
                     .and_then(Option::as_ref)
                     .unwrap_or(&item.values);
-                if !std::ptr::eq(shown, &item.values) {
+                if !std::ptr::eq(shown, &raw const item.values) {
                     obj["effective"] = shown.to_json();
                 }
                 let mut sources = serde_json::Map::new();
@@ -153,7 +153,7 @@ pub fn to_json(
 }
 
 fn source_json(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> serde_json::Value {
-    let object = |id| catalog.object(id).map(|o| o.to_string());
+    let object = |id| catalog.object(id).map(std::string::ToString::to_string);
     let import = |index: u32| imports.get(index as usize).map(|i| i.name.clone());
     let (layer, import, object) = match prov.layer {
         Layer::Spec { object: id } => ("spec", None, object(id)),
@@ -199,7 +199,7 @@ pub fn explain_text(
                     step.label,
                     step.rule.text(),
                     catalog.loc(node.prov.loc)
-                ))
+                ));
             }
             Some(node) => out.push_str(&format!(
                 "  {}: {} {} ({})\n",

@@ -292,12 +292,12 @@ pub(crate) fn glob_apps(
         }
         apps.extend(hits.into_iter().cloned());
     }
-    (without_covered_files(apps), unmatched)
+    (without_covered_files(&apps), unmatched)
 }
 
 /// Drops matched files whose directory is matched too: a directory app already renders its own
 /// YAML files.
-fn without_covered_files(apps: BTreeSet<String>) -> BTreeSet<String> {
+fn without_covered_files(apps: &BTreeSet<String>) -> BTreeSet<String> {
     let covered = |app: &String| {
         app.rsplit_once('/')
             .is_some_and(|(dir, _)| apps.contains(dir))
@@ -406,7 +406,13 @@ fn substitution_disabled(text: &str, node: &crate::value::Node) -> String {
         // Read as the document was (Helm's output, leniently): a warning it had is no reason to
         // write it anew.
         let mode = crate::yaml::Mode::Lenient;
-        let parsed = crate::yaml::parse_stream_from(text, FileId(0), 1, &Default::default(), mode);
+        let parsed = crate::yaml::parse_stream_from(
+            text,
+            FileId(0),
+            1,
+            &crate::yaml::Limits::default(),
+            mode,
+        );
         !parsed
             .diagnostics
             .iter()
@@ -611,9 +617,10 @@ mod tests {
 
     fn disabled(text: &str) -> String {
         let mode = crate::yaml::Mode::Strict;
-        let doc = crate::yaml::parse_documents(text, FileId(0), &Default::default(), mode)
-            .0
-            .remove(0);
+        let doc =
+            crate::yaml::parse_documents(text, FileId(0), &crate::yaml::Limits::default(), mode)
+                .0
+                .remove(0);
         substitution_disabled(text, &doc.node)
     }
 
@@ -638,7 +645,8 @@ mod tests {
             "kind: ConfigMap\nmetadata:\n  name: a\n  annotations: {x: z}\ndata: {a: $$}\n",
         ] {
             let out = disabled(text);
-            let parsed = crate::yaml::parse_stream(&out, FileId(0), &Default::default());
+            let parsed =
+                crate::yaml::parse_stream(&out, FileId(0), &crate::yaml::Limits::default());
             let json = parsed.docs[0].to_json();
             assert_eq!(
                 json["metadata"]["annotations"][FLUX_SUBSTITUTE], "disabled",

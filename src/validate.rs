@@ -75,7 +75,9 @@ impl Issues {
     }
 
     fn extend(&mut self, diags: &[Diagnostic], catalog: &Catalog, target: Option<&str>) {
-        diags.iter().for_each(|d| self.add(d, catalog, target));
+        for d in diags {
+            self.add(d, catalog, target);
+        }
     }
 }
 

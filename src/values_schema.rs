@@ -296,8 +296,8 @@ mod tests {
 
     use super::external_references;
 
-    fn refused(schema: serde_json::Value) -> Vec<String> {
-        external_references(&schema)
+    fn refused(schema: &serde_json::Value) -> Vec<String> {
+        external_references(schema)
             .into_iter()
             .map(|(at, _)| at)
             .collect()
@@ -315,7 +315,7 @@ mod tests {
                 "id": {"type": "string", "default": {"id": "x", "$comment": "data"}},
             },
         });
-        assert_eq!(refused(schema), Vec::<String>::new());
+        assert_eq!(refused(&schema), Vec::<String>::new());
     }
 
     #[test]
@@ -333,7 +333,7 @@ mod tests {
             },
         });
         assert_eq!(
-            refused(schema),
+            refused(&schema),
             [
                 "/$schema",
                 "/$vocabulary",

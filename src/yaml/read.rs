@@ -357,13 +357,16 @@ fn go_format_float32(f: f64) -> String {
 
 /// Digits `d1d2...` with the decimal point after `point` digits (may be outside the digits).
 fn place_point(digits: &str, point: i32) -> String {
-    let n = digits.len() as i32;
+    let n = i32::try_from(digits.len()).unwrap_or(i32::MAX);
     if point <= 0 {
         format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
     } else if point >= n {
-        format!("{digits}{}", "0".repeat((point - n) as usize))
+        format!(
+            "{digits}{}",
+            "0".repeat((point - n).unsigned_abs() as usize)
+        )
     } else {
-        let (int, frac) = digits.split_at(point as usize);
+        let (int, frac) = digits.split_at(point.unsigned_abs() as usize);
         format!("{int}.{frac}")
     }
 }
@@ -562,12 +565,12 @@ impl<'a> Builder<'a> {
             Event::DocumentEnd => self.end_document(),
             _ if self.dropped => {}
             Event::Scalar(text, style, anchor, tag) => {
-                self.scalar(&text, style, anchor, tag.as_deref(), line)
+                self.scalar(&text, style, anchor, tag.as_deref(), line);
             }
             Event::Alias(id) => self.alias(id, line)?,
             Event::SequenceStart(anchor, _) => self.open(Kind::Seq(Vec::new()), anchor, line),
             Event::MappingStart(anchor, _) => {
-                self.open(Kind::Map(MapBuild::default()), anchor, line)
+                self.open(Kind::Map(MapBuild::default()), anchor, line);
             }
             Event::SequenceEnd | Event::MappingEnd => self.close(),
             Event::StreamStart | Event::StreamEnd | Event::DocumentStart(_) | Event::Nothing => {}
@@ -870,7 +873,7 @@ pub fn parse_stream_from(
             Ok(parsed) => return parsed,
             Err((parsed, error)) => {
                 let relaxed = match (mode, retries) {
-                    (Mode::Lenient, 1..) => relax(&text, &error),
+                    (Mode::Lenient, 1..) => relax(&text, error.as_ref()),
                     _ => None,
                 };
                 match relaxed {
@@ -975,8 +978,8 @@ fn parse_once(
 ///   (quoted and plain scalars fold a line's leading spaces away). A quoted scalar's lines move
 ///   right of its quote; the lines from the token to the end of its flow collection move by the
 ///   token's column (at least 1), so that a collection needs a few passes, not one per line.
-fn relax(text: &str, failure: &Option<Failure>) -> Option<String> {
-    let Failure { error, in_flow } = failure.as_ref()?;
+fn relax(text: &str, failure: Option<&Failure>) -> Option<String> {
+    let Failure { error, in_flow } = failure?;
     let line = error.marker().line().checked_sub(1)?;
     let line_start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
     let rest = text.get(line_start..)?;

@@ -278,7 +278,7 @@ backup:
 
     #[test]
     fn scalars_and_empty_collections() {
-        let v = json!({"n": null, "t": true, "f": false, "i": -3, "u": 18446744073709551615u64,
+        let v = json!({"n": null, "t": true, "f": false, "i": -3, "u": u64::MAX,
             "x": 1.5, "e": 1e20, "m": {}, "s": []});
         // `n` alone would read back as false.
         let want = "\"n\": null\nt: true\nf: false\ni: -3\nu: 18446744073709551615\nx: 1.5\ne: 1e+20\nm: {}\ns: []\n";
@@ -499,11 +499,11 @@ backup:
 
     fn gen_number(rng: &mut Rng) -> serde_json::Value {
         match rng.below(5) {
-            0 => json!(rng.next() as i64),
+            0 => json!(rng.next().cast_signed()),
             1 => json!(rng.next()),
-            2 => json!(rng.below(2000) as i64 - 1000),
+            2 => json!(i64::try_from(rng.below(2000)).unwrap() - 1000),
             3 => json!(f64::from_bits(rng.next())),
-            _ => json!((rng.below(100_000) as f64) / 64.0),
+            _ => json!(f64::from(u32::try_from(rng.below(100_000)).unwrap()) / 64.0),
         }
     }
 

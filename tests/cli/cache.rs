@@ -160,7 +160,7 @@ fn a_corrupt_entry_is_a_miss_never_wrong_output() {
         .into_iter()
         .filter_map(Result::ok)
         .filter(|e| e.path().extension().is_some_and(|x| x == "entry"))
-        .map(|e| e.into_path())
+        .map(walkdir::DirEntry::into_path)
         .collect();
     assert_eq!(entries.len(), 5);
     // One entry flipped, one truncated, one emptied.
@@ -308,7 +308,7 @@ fn entry_files(cache: &Path) -> Vec<PathBuf> {
         .into_iter()
         .filter_map(Result::ok)
         .filter(|e| e.path().extension().is_some_and(|x| x == "entry"))
-        .map(|e| e.into_path())
+        .map(walkdir::DirEntry::into_path)
         .collect();
     entries.sort();
     entries

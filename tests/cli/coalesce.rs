@@ -39,7 +39,7 @@ fn helm_values(chart: &str, user_json: &str) -> BTreeMap<String, Value> {
     parse_stream(&text, FileId(0), &Limits::default())
         .docs
         .iter()
-        .map(|d| d.to_json())
+        .map(nyl_render::value::Node::to_json)
         .map(|d| {
             let name = d["metadata"]["name"].as_str().unwrap().to_string();
             let values = serde_json::from_str(d["data"]["values"].as_str().unwrap()).unwrap();

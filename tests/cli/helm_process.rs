@@ -223,7 +223,7 @@ fn sigterm_and_sigint_to_nyl_end_its_helm_children() {
         });
         assert!(started, "the fake helm never started");
         // SAFETY: kill(2) on the pid of a child this test started and has not yet reaped.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        assert_eq!(unsafe { libc::kill(child.id().cast_signed(), signal) }, 0);
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(signal), "{status:?}");
         let pids = fs::read_to_string(&pids).unwrap();

@@ -302,7 +302,7 @@ fn every_case_file_is_listed() {
         })
         .collect();
     files.sort();
-    let mut listed: Vec<String> = CASES.iter().map(|s| s.to_string()).collect();
+    let mut listed: Vec<String> = CASES.iter().map(std::string::ToString::to_string).collect();
     listed.sort();
     assert_eq!(
         files, listed,

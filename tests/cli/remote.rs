@@ -33,7 +33,7 @@ fn serve(dir: PathBuf, max: usize) -> String {
             }
             // Drain the headers.
             let mut line = String::new();
-            while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
                 line.clear();
             }
             let path = request

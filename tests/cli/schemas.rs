@@ -23,7 +23,7 @@ fn yaml_docs(path: &Path) -> Vec<Value> {
     parse_stream(&text, FileId(0), &Limits::default())
         .docs
         .iter()
-        .map(|d| d.to_json())
+        .map(nyl_render::value::Node::to_json)
         .collect()
 }
 
@@ -64,10 +64,10 @@ const VALID: &[&str] = &[
     "tests/fixtures/render",
 ];
 
-fn accepts_and_rejects(kind: &str, docs: Vec<Value>, nested: &str) {
+fn accepts_and_rejects(kind: &str, docs: &[Value], nested: &str) {
     let validator = schema(kind);
     assert!(!docs.is_empty(), "no {kind} documents found");
-    for doc in &docs {
+    for doc in docs {
         let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
         assert!(errors.is_empty(), "{kind} rejects {doc}: {errors:?}");
         let mut bad = doc.clone();
@@ -89,10 +89,10 @@ fn accepts_and_rejects(kind: &str, docs: Vec<Value>, nested: &str) {
 
 #[test]
 fn cluster_and_deployment_target_schemas() {
-    accepts_and_rejects("cluster", documents(VALID, DocKind::Cluster), "/metadata");
+    accepts_and_rejects("cluster", &documents(VALID, DocKind::Cluster), "/metadata");
     accepts_and_rejects(
         "deployment-target",
-        documents(VALID, DocKind::DeploymentTarget),
+        &documents(VALID, DocKind::DeploymentTarget),
         "/metadata",
     );
 }
@@ -101,12 +101,12 @@ fn cluster_and_deployment_target_schemas() {
 fn invocation_and_helm_chart_schemas() {
     accepts_and_rejects(
         "invocation",
-        documents(VALID, DocKind::Invocation),
+        &documents(VALID, DocKind::Invocation),
         "/metadata",
     );
     accepts_and_rejects(
         "helm-chart",
-        documents(VALID, DocKind::HelmChart),
+        &documents(VALID, DocKind::HelmChart),
         "/spec/chart",
     );
 }
@@ -123,7 +123,7 @@ fn component_schema() {
         .filter(|e| e.file_name() == "nyl-component.yaml")
         .flat_map(|e| yaml_docs(e.path()))
         .collect();
-    accepts_and_rejects("component", docs, "/valueImports/0");
+    accepts_and_rejects("component", &docs, "/valueImports/0");
 }
 
 #[test]
@@ -139,7 +139,7 @@ fn config_schema() {
         serde_json::to_value(table).unwrap()
     })
     .collect();
-    accepts_and_rejects("config", docs, "/project");
+    accepts_and_rejects("config", &docs, "/project");
 }
 
 #[test]
