@@ -3,14 +3,14 @@
 //! `?` one character, a `**` segment zero or more whole segments, `{a,b}` either alternative and
 //! `[...]` one character of a class.
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// A compiled glob.
 #[derive(Clone, Debug)]
 pub struct Glob {
     /// As written, for messages.
     pub pattern: String,
-    matcher: GlobMatcher,
+    matcher: GlobSet,
 }
 
 impl Glob {
@@ -22,15 +22,25 @@ impl Glob {
             .split('/')
             .filter(|s| *s != ".")
             .collect();
-        GlobBuilder::new(&normalized.join("/"))
-            // `*` and `?` never cross a `/`.
-            .literal_separator(true)
-            .build()
-            .map(|glob| Glob {
-                pattern: pattern.to_string(),
-                matcher: glob.compile_matcher(),
-            })
-            .map_err(|e| e.kind().to_string())
+        let normalized = normalized.join("/");
+        let compile = |pattern: &str| {
+            GlobBuilder::new(pattern)
+                // `*` and `?` never cross a `/`.
+                .literal_separator(true)
+                .build()
+                .map_err(|e| e.kind().to_string())
+        };
+        let mut set = GlobSetBuilder::new();
+        set.add(compile(&normalized)?);
+        // A trailing `**` matches zero segments too, so `apps/**` matches `apps` itself.
+        if let Some(parent) = normalized.strip_suffix("/**") {
+            set.add(compile(parent)?);
+        }
+        let matcher = set.build().map_err(|e| e.kind().to_string())?;
+        Ok(Glob {
+            pattern: pattern.to_string(),
+            matcher,
+        })
     }
 
     /// Whether `path` matches.
@@ -65,6 +75,8 @@ mod tests {
         assert!(!matches("apps/?", "apps/a/b"), "? stays in its segment");
         assert!(!matches("apps", "apps/web"));
         assert!(matches("**", "anything/at/all"));
+        assert!(matches("apps/**", "apps"), "a trailing ** may be empty too");
+        assert!(matches("apps/**", "apps/a/b"));
     }
 
     #[test]
