@@ -50,16 +50,13 @@ fn golden_tree_of_the_example_project() {
     );
     assert_eq!(status, 0, "{stderr}");
     assert_eq!(stdout, "11 files written, 0 unchanged, 0 removed\n");
-    let golden = root().join("tests/golden/example-tree");
-    if golden::blessed("golden_tree_of_the_example_project") {
-        let _ = fs::remove_dir_all(&golden);
-        copy_dir_create(&out, &golden);
+    let name = "golden_tree_of_the_example_project";
+    let expected = root().join("tests/golden/example-tree");
+    if golden::blessed(name) {
+        let _ = fs::remove_dir_all(&expected);
+        copy_dir_create(&out, &expected);
     }
-    golden::assert_same(
-        "golden_tree_of_the_example_project",
-        &as_text(&tree(&golden)),
-        &as_text(&tree(&out)),
-    );
+    golden::assert_same(name, &as_text(&tree(&expected)), &as_text(&tree(&out)));
 }
 
 /// A tree as one text, each file under a `==> path` line, so a mismatch diffs by line.
