@@ -14,34 +14,40 @@ use crate::value::{Map, Node, Value};
 pub const TARGETS_API: &str = "k8s.nyl/v1";
 pub const INVOCATION_API: &str = "components.k8s.nyl/v1";
 pub const CONTRACT_API: &str = "components.nyl/v1alpha1";
+/// Nyl's group for its GitOps control resources; nyl reads its Cluster and DeploymentTarget as
+/// its own (the same objects under Nyl's name) and passes over the others where they are kept.
+pub const GITOPS_API: &str = "k8s.gitops.nyl/v1";
 
 /// API groups that belong to nyl: a document in one of them with an unknown version is an error,
 /// not a plain manifest.
 const NYL_GROUPS: &[&str] = &["k8s.nyl", "components.k8s.nyl", "components.nyl"];
 
-/// Nyl's own API groups (the Python and Rust Nyl that nyl-render grew from), with the name each kind
-/// has in nyl-render. A document in one of them is refused with that hint; accepting one of these
-/// kinds means turning its row into a [`DocKind`] here.
-const NYL_RENAMED: &[(&str, &str, &str)] = &[
+/// Nyl's API groups whose kinds nyl-render does not read as they are: each row is a group (matched
+/// exactly), a kind (`None`: every kind of the group) and what to write instead. Nyl's older groups
+/// say what Nyl itself calls them today, as Nyl's own message does. Accepting one of these kinds
+/// means turning its row into a [`DocKind`] here.
+const NYL_RENAMED: &[(&str, Option<&str>, &str)] = &[
     (
         "k8s.gitops.nyl",
-        "Cluster",
-        "apiVersion: k8s.nyl/v1, kind: Cluster",
+        Some("Release"),
+        "nyl-render calls it an invocation (apiVersion: components.k8s.nyl/v1) or a HelmChart \
+         (k8s.nyl/v1)",
     ),
     (
-        "k8s.gitops.nyl",
-        "DeploymentTarget",
-        "apiVersion: k8s.nyl/v1, kind: DeploymentTarget",
-    ),
-    (
-        "k8s.gitops.nyl",
-        "Release",
-        "an invocation (apiVersion: components.k8s.nyl/v1) or a HelmChart (k8s.nyl/v1)",
+        "gitops.nyl",
+        None,
+        "Nyl calls its group k8s.gitops.nyl/v1 now; set apiVersion to \"k8s.gitops.nyl/v1\"",
     ),
     (
         "nyl.niklasrosenstein.github.com",
-        "HelmChart",
-        "apiVersion: k8s.nyl/v1, kind: HelmChart",
+        None,
+        "Nyl calls its group k8s.nyl/v1 now; set apiVersion to \"k8s.nyl/v1\"",
+    ),
+    (
+        "components.nyl.niklasrosenstein.github.com",
+        None,
+        "Nyl calls its group components.k8s.nyl/v1 now; set apiVersion to \
+         \"components.k8s.nyl/v1\"",
     ),
 ];
 
@@ -54,6 +60,10 @@ pub enum DocKind {
     Invocation,
     /// A Kubernetes object: passed through to the output as it is.
     Manifest,
+    /// One of Nyl's GitOps control resources (a repository, project or application group in
+    /// `k8s.gitops.nyl/v1`) kept beside the targets: it configures Nyl's own Argo CD
+    /// publication, which nyl does not do, so it is read and passed over.
+    NylControl,
 }
 
 /// Where a document was read, which decides what may stand there.
@@ -80,8 +90,13 @@ pub fn classify(doc: &Node, place: Place) -> Result<DocKind, Diagnostic> {
     let api = map.get("apiVersion").and_then(Node::as_str);
     let kind = map.get("kind").and_then(Node::as_str);
     let nyl = match (api, kind) {
-        (Some(TARGETS_API), Some("Cluster")) => Some(DocKind::Cluster),
-        (Some(TARGETS_API), Some("DeploymentTarget")) => Some(DocKind::DeploymentTarget),
+        (Some(TARGETS_API | GITOPS_API), Some("Cluster")) => Some(DocKind::Cluster),
+        (Some(TARGETS_API | GITOPS_API), Some("DeploymentTarget")) => {
+            Some(DocKind::DeploymentTarget)
+        }
+        (Some(GITOPS_API), Some(k)) if place == Place::Targets && k != "Release" => {
+            Some(DocKind::NylControl)
+        }
         (Some(TARGETS_API), Some("HelmChart")) => Some(DocKind::HelmChart),
         (Some(TARGETS_API), kind) => {
             return Err(Diagnostic::new(
@@ -98,10 +113,7 @@ pub fn classify(doc: &Node, place: Place) -> Result<DocKind, Diagnostic> {
             if let Some(now) = renamed(api, kind) {
                 return Err(Diagnostic::new(
                     Code::RenamedApiVersion,
-                    format!(
-                        "{api} {} is Nyl's; nyl-render calls it {now}",
-                        kind.unwrap_or("(no kind)")
-                    ),
+                    format!("{api} {} is Nyl's: {now}", kind.unwrap_or("(no kind)")),
                 )
                 .at(api_loc(doc))
                 .object(object_display(doc)));
@@ -122,7 +134,10 @@ pub fn classify(doc: &Node, place: Place) -> Result<DocKind, Diagnostic> {
         .object(object_display(doc)))
     };
     match (place, nyl) {
-        (Place::Targets, Some(k @ (DocKind::Cluster | DocKind::DeploymentTarget))) => Ok(k),
+        (
+            Place::Targets,
+            Some(k @ (DocKind::Cluster | DocKind::DeploymentTarget | DocKind::NylControl)),
+        ) => Ok(k),
         (Place::Targets, _) => misplaced(
             "a document that is not a Cluster or DeploymentTarget",
             "a targets search path holds only those; move it to an app directory, or out of the \
@@ -207,10 +222,9 @@ fn api_loc(doc: &Node) -> Loc {
 /// What nyl-render calls a kind of one of Nyl's groups.
 fn renamed(api: &str, kind: Option<&str>) -> Option<&'static str> {
     let group = api.split_once('/').map_or(api, |(g, _)| g);
-    NYL_RENAMED.iter().find_map(|(g, k, now)| {
-        let in_group = group == *g || group.ends_with(&format!(".{g}"));
-        (in_group && kind == Some(*k)).then_some(*now)
-    })
+    NYL_RENAMED
+        .iter()
+        .find_map(|(g, k, now)| (group == *g && (k.is_none() || *k == kind)).then_some(*now))
 }
 
 /// A group of nyl's, of Nyl's, or within two edits of one of nyl's (`component.k8s.nyl`).
@@ -247,7 +261,8 @@ pub fn unknown_api_version(doc: &Node, api: &str) -> Diagnostic {
         Code::UnknownApiVersion,
         format!(
             "unknown apiVersion {api:?}; nyl knows {TARGETS_API} (Cluster, DeploymentTarget, \
-             HelmChart), {INVOCATION_API} (invocations) and {CONTRACT_API} (nyl-component.yaml)"
+             HelmChart), {GITOPS_API} (Cluster, DeploymentTarget, as Nyl writes them), \
+             {INVOCATION_API} (invocations) and {CONTRACT_API} (nyl-component.yaml)"
         ),
     )
     .at(api_loc(doc))
@@ -716,7 +731,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             components_search_paths: vec![DEFAULT_COMPONENTS.to_string()],
-            targets_search_paths: vec![DEFAULT_TARGETS.to_string()],
+            targets_search_paths: DEFAULT_TARGETS.iter().map(|p| p.to_string()).collect(),
             targets_search_paths_set: false,
             aliases: IndexMap::new(),
             limits: Limits::default(),
@@ -727,16 +742,17 @@ impl Default for Config {
 }
 
 const DEFAULT_COMPONENTS: &str = "components";
-const DEFAULT_TARGETS: &str = "targets";
+/// `targets`, nyl's own place, and `config`, where a Nyl repository keeps them.
+const DEFAULT_TARGETS: &[&str] = &["targets", "config"];
 
 /// Decodes `nyl.toml` (already turned into a value tree), its `[limits]` held to the operator's
 /// `ceilings`: a limit above its ceiling is clamped to it, with a warning (beside the config).
 pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>), Vec<Diagnostic>> {
     check_shape(doc, &schema::CONFIG, Some("nyl.toml"))?;
     let project = doc.field("project");
-    let paths = |key: &str, default: &str| match project.and_then(|p| p.field(key)) {
+    let paths = |key: &str, default: &[&str]| match project.and_then(|p| p.field(key)) {
         Some(list) => strings(Some(list)).into_iter().map(|(s, _)| s).collect(),
-        None => vec![default.to_string()],
+        None => default.iter().map(|p| p.to_string()).collect(),
     };
     let aliases = project
         .and_then(|p| p.field("aliases"))
@@ -807,7 +823,7 @@ pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>)
     let config = Config {
         layouts,
         limits,
-        components_search_paths: paths("components_search_paths", DEFAULT_COMPONENTS),
+        components_search_paths: paths("components_search_paths", &[DEFAULT_COMPONENTS]),
         targets_search_paths: paths("targets_search_paths", DEFAULT_TARGETS),
         targets_search_paths_set: project
             .and_then(|p| p.field("targets_search_paths"))
@@ -1058,6 +1074,27 @@ mod tests {
             target("apiVersion: k8s.nyl/v1\nkind: Cluster\n"),
             Ok(DocKind::Cluster)
         );
+        // Nyl's group for the same targets, and its other control resources kept beside them.
+        assert_eq!(
+            target("apiVersion: k8s.gitops.nyl/v1\nkind: Cluster\n"),
+            Ok(DocKind::Cluster)
+        );
+        assert_eq!(
+            target("apiVersion: k8s.gitops.nyl/v1\nkind: DeploymentTarget\n"),
+            Ok(DocKind::DeploymentTarget)
+        );
+        assert_eq!(
+            target("apiVersion: k8s.gitops.nyl/v1\nkind: ApplicationGroup\n"),
+            Ok(DocKind::NylControl)
+        );
+        assert_eq!(
+            target("apiVersion: k8s.gitops.nyl/v1\nkind: Release\n"),
+            Err(Code::RenamedApiVersion)
+        );
+        assert_eq!(
+            kind("apiVersion: k8s.gitops.nyl/v1\nkind: ApplicationGroup\n"),
+            Err(Code::UnknownApiVersion)
+        );
         assert_eq!(
             target("apiVersion: k8s.nyl/v1\nkind: DeploymentTarget\n"),
             Ok(DocKind::DeploymentTarget)
@@ -1099,8 +1136,10 @@ mod tests {
         );
         for nyl in [
             "apiVersion: k8s.gitops.nyl/v1\nkind: Release\n",
-            "apiVersion: k8s.gitops.nyl/v1\nkind: Cluster\n",
+            "apiVersion: gitops.nyl/v1\nkind: Cluster\n",
             "apiVersion: nyl.niklasrosenstein.github.com/v1\nkind: HelmChart\n",
+            "apiVersion: nyl.niklasrosenstein.github.com/v1\nkind: RemoteManifest\n",
+            "apiVersion: components.nyl.niklasrosenstein.github.com/v1\nkind: example/v1/App\n",
         ] {
             assert_eq!(kind(nyl), Err(Code::RenamedApiVersion), "{nyl}");
         }

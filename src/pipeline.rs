@@ -419,7 +419,7 @@ impl Session {
         match objects::classify(&doc.node, place).map_err(|d| vec![d])? {
             DocKind::Manifest => Ok(Some(Entry::Manifest(Box::new(Manifest::read(doc))))),
             // Refused by classify in apps and chart output alike.
-            DocKind::Cluster | DocKind::DeploymentTarget => Ok(None),
+            DocKind::Cluster | DocKind::DeploymentTarget | DocKind::NylControl => Ok(None),
             DocKind::Invocation => self.invocation(&doc, default_namespace),
             DocKind::HelmChart => self.helm_chart(&doc, dir, default_namespace),
         }

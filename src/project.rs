@@ -460,10 +460,16 @@ impl Project {
             Ok(kind) => kind,
             Err(d) => return diags.push(d),
         };
-        let kind_name = if kind == DocKind::Cluster {
-            "Cluster"
-        } else {
-            "DeploymentTarget"
+        let kind_name = match kind {
+            DocKind::Cluster => "Cluster",
+            DocKind::DeploymentTarget => "DeploymentTarget",
+            _ => {
+                debug!(
+                    object = objects::name_of(doc).unwrap_or("?"),
+                    "passing over one of Nyl's GitOps control resources"
+                );
+                return;
+            }
         };
         let object = self.catalog.add_object(ObjectRef {
             kind: kind_name.to_string(),

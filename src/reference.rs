@@ -24,8 +24,10 @@ pub fn markdown() -> String {
             "## {}\n\n{} `nyl schema {}`.",
             kind.title, kind.location, kind.name
         ));
-        if let Some(api) = kind.api_version {
-            out.push_str(&format!(" `apiVersion` is exactly `{api}`"));
+        if !kind.api_versions.is_empty() {
+            let apis: Vec<String> = kind.api_versions.iter().map(|a| format!("`{a}`")).collect();
+            // Nyl's group for the same kind is read as nyl's own.
+            out.push_str(&format!(" `apiVersion` is exactly {}", apis.join(" or ")));
             match kind.kind {
                 Some(k) => out.push_str(&format!(", `kind` exactly `{k}`.")),
                 None => out.push('.'),
@@ -117,10 +119,11 @@ fn type_name(shape: &Shape) -> String {
 pub fn json_schema(kind: &FileKind) -> Value {
     let mut schema = shape_schema(kind.shape);
     if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-        for (field, value) in [("apiVersion", kind.api_version), ("kind", kind.kind)] {
-            if let (Some(value), Some(prop)) = (value, props.get_mut(field)) {
-                prop["const"] = value.into();
-            }
+        if let (false, Some(prop)) = (kind.api_versions.is_empty(), props.get_mut("apiVersion")) {
+            prop["enum"] = kind.api_versions.into();
+        }
+        if let (Some(value), Some(prop)) = (kind.kind, props.get_mut("kind")) {
+            prop["const"] = value.into();
         }
     }
     let mut root = Map::new();

@@ -128,6 +128,12 @@ const TARGET_METADATA: Shape = Shape::Object(&[
 pub const CONFIG: Shape = Shape::Object(&[
     PROJECT,
     field(
+        "profile",
+        &Shape::Any,
+        "Nyl's: profile values for its templates. Read and ignored: nyl does not template app \
+         files; the target's values reach charts through value imports.",
+    ),
+    field(
         "layouts",
         &Shape::List(&Shape::Object(&[
             required(
@@ -242,14 +248,26 @@ const PROJECT: Field = field(
         defaulted(
             "targets_search_paths",
             &STRINGS,
-            r#"["targets"]"#,
+            r#"["targets", "config"]"#,
             "Directories, relative to the project root, whose YAML files (recursively) hold the \
-             Clusters and DeploymentTargets.",
+             Clusters and DeploymentTargets (`config` is where a Nyl repository keeps them). Nyl's \
+             other GitOps control resources (`k8s.gitops.nyl/v1`) there are read and passed over.",
         ),
         field(
             "aliases",
             &STRING_MAP,
             "Maps an invocation kind to a local component path or a remote chart shortcut.",
+        ),
+        field(
+            "helm_chart_search_paths",
+            &STRINGS,
+            "Nyl's: directories searched for a HelmChart's chart by name. Read and ignored: a \
+             HelmChart names a chart repository.",
+        ),
+        field(
+            "gitops_scaffold_path",
+            &Shape::String,
+            "Nyl's: where `nyl new gitops` writes its scaffolds. Read and ignored.",
         ),
     ]),
     "Project settings.",
@@ -284,6 +302,23 @@ pub const CLUSTER: Shape = Shape::Object(&[
                 ]),
                 "Facts about the cluster handed to Helm.",
             ),
+            field(
+                "destination",
+                &Shape::Any,
+                "Nyl's: where Argo CD deploys. Read and ignored: the Application names its \
+                 destination itself.",
+            ),
+            field(
+                "argocdRef",
+                &Shape::Any,
+                "Nyl's: the Argo CD instance that manages the cluster. Read and ignored.",
+            ),
+            field(
+                "live",
+                &Shape::Any,
+                "Nyl's: how Nyl reaches the live cluster. Read and ignored, and never shown: \
+                 nyl renders without a cluster connection.",
+            ),
         ]),
         "The Cluster's settings.",
     ),
@@ -317,6 +352,34 @@ pub const DEPLOYMENT_TARGET: Shape = Shape::Object(&[
                 &STRINGS,
                 "Globs, relative to the project root, naming the app files or directories \
                  deployed to this target.",
+            ),
+            field(
+                "destination",
+                &Shape::Any,
+                "Nyl's: where Argo CD deploys. Read and ignored: the Application names its \
+                 destination itself.",
+            ),
+            field(
+                "argocdRef",
+                &Shape::Any,
+                "Nyl's: the Argo CD instance Nyl publishes to. Read and ignored.",
+            ),
+            field(
+                "publication",
+                &Shape::Any,
+                "Nyl's: the repository and revision Nyl publishes rendered manifests to. Read and \
+                 ignored: Argo CD renders through the plugin instead.",
+            ),
+            field(
+                "applicationGroupSelector",
+                &Shape::Any,
+                "Nyl's: which ApplicationGroups Nyl publishes for this target. Read and ignored: \
+                 `apps` and the Argo CD Application choose what a target renders.",
+            ),
+            field(
+                "releaseInputs",
+                &Shape::Any,
+                "Nyl's: inputs its Releases declare, resolved from Git. Read and ignored.",
             ),
         ]),
         "The target's settings.",
@@ -441,7 +504,8 @@ pub struct FileKind {
     /// Where such files live.
     pub location: &'static str,
     /// The fixed `apiVersion` and `kind`, for YAML kinds.
-    pub api_version: Option<&'static str>,
+    /// The apiVersions this kind is read under (empty: none, nyl.toml).
+    pub api_versions: &'static [&'static str],
     pub kind: Option<&'static str>,
     pub shape: &'static Shape,
 }
@@ -452,7 +516,7 @@ pub const FILE_KINDS: &[FileKind] = &[
         name: "config",
         title: "nyl.toml",
         location: "`nyl.toml` at the project root (TOML).",
-        api_version: None,
+        api_versions: &[],
         kind: None,
         shape: &CONFIG,
     },
@@ -460,7 +524,7 @@ pub const FILE_KINDS: &[FileKind] = &[
         name: "cluster",
         title: "Cluster",
         location: "Any YAML file below a targets search path.",
-        api_version: Some("k8s.nyl/v1"),
+        api_versions: &["k8s.nyl/v1", "k8s.gitops.nyl/v1"],
         kind: Some("Cluster"),
         shape: &CLUSTER,
     },
@@ -468,7 +532,7 @@ pub const FILE_KINDS: &[FileKind] = &[
         name: "deployment-target",
         title: "DeploymentTarget",
         location: "Any YAML file below a targets search path.",
-        api_version: Some("k8s.nyl/v1"),
+        api_versions: &["k8s.nyl/v1", "k8s.gitops.nyl/v1"],
         kind: Some("DeploymentTarget"),
         shape: &DEPLOYMENT_TARGET,
     },
@@ -476,7 +540,7 @@ pub const FILE_KINDS: &[FileKind] = &[
         name: "invocation",
         title: "Component invocation",
         location: "App files.",
-        api_version: Some("components.k8s.nyl/v1"),
+        api_versions: &["components.k8s.nyl/v1"],
         kind: None,
         shape: &INVOCATION,
     },
@@ -484,7 +548,7 @@ pub const FILE_KINDS: &[FileKind] = &[
         name: "helm-chart",
         title: "HelmChart",
         location: "App files.",
-        api_version: Some("k8s.nyl/v1"),
+        api_versions: &["k8s.nyl/v1"],
         kind: Some("HelmChart"),
         shape: &HELM_CHART,
     },
@@ -492,7 +556,7 @@ pub const FILE_KINDS: &[FileKind] = &[
         name: "component",
         title: "nyl-component.yaml",
         location: "`nyl-component.yaml` beside a component's `Chart.yaml`.",
-        api_version: Some("components.nyl/v1alpha1"),
+        api_versions: &["components.nyl/v1alpha1"],
         kind: None,
         shape: &CONTRACT,
     },

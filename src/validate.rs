@@ -409,7 +409,8 @@ fn check_objects(
                 };
                 let object = project.catalog.add_object(objects::object_ref(node));
                 let (label, result) = match kind {
-                    DocKind::Manifest => continue,
+                    // Control resources are classified so only in the targets search paths.
+                    DocKind::Manifest | DocKind::NylControl => continue,
                     DocKind::Cluster => ("Cluster", objects::cluster(node, object).map(drop)),
                     DocKind::DeploymentTarget => (
                         "DeploymentTarget",
