@@ -77,9 +77,23 @@ pub enum Place {
     ChartOutput,
 }
 
+/// `[project.aliases]` of nyl.toml: an invocation kind and what it stands for, with where.
+pub type Aliases = IndexMap<String, (String, Loc)>;
+
+/// The kind of an invocation written Nyl's alias way (`apiVersion: myapi.io/v1`, `kind: MyKind`
+/// for the alias `myapi.io/v1/MyKind`): `apiVersion/kind`. `None` for any other document.
+fn alias_kind(api: Option<&str>, kind: Option<&str>) -> Option<String> {
+    match (api, kind) {
+        (Some(api), Some(kind)) if api != INVOCATION_API => Some(format!("{api}/{kind}")),
+        _ => None,
+    }
+}
+
 /// Classifies a document read at `place`: exactly one [`DocKind`], or an error that says what the
 /// document looks like and what to do. This is the one rule every command reads documents by.
-pub fn classify(doc: &Node, place: Place) -> Result<DocKind, Diagnostic> {
+/// Outside the targets, a document whose `apiVersion/kind` is a key of `aliases` is an invocation
+/// of that alias, as Nyl reads it.
+pub fn classify(doc: &Node, place: Place, aliases: &Aliases) -> Result<DocKind, Diagnostic> {
     let Some(map) = doc.as_map() else {
         return Err(Diagnostic::new(
             Code::InvalidDocument,
@@ -89,7 +103,9 @@ pub fn classify(doc: &Node, place: Place) -> Result<DocKind, Diagnostic> {
     };
     let api = map.get("apiVersion").and_then(Node::as_str);
     let kind = map.get("kind").and_then(Node::as_str);
+    let aliased = || alias_kind(api, kind).is_some_and(|k| aliases.contains_key(&k));
     let nyl = match (api, kind) {
+        _ if place != Place::Targets && aliased() => Some(DocKind::Invocation),
         (Some(TARGETS_API | GITOPS_API), Some("Cluster")) => Some(DocKind::Cluster),
         (Some(TARGETS_API | GITOPS_API), Some("DeploymentTarget")) => {
             Some(DocKind::DeploymentTarget)
@@ -494,8 +510,11 @@ pub fn deployment_target(
 
 /// Decodes an invocation; the caller has registered it as `object`.
 pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagnostic>> {
-    let kind = doc.field("kind").and_then(Node::as_str).unwrap_or("?");
-    let display = display_as(kind, doc);
+    let written = doc.field("kind").and_then(Node::as_str);
+    let api = doc.field("apiVersion").and_then(Node::as_str);
+    // Classified as an invocation under any other apiVersion only as an alias written Nyl's way.
+    let kind = alias_kind(api, written).unwrap_or_else(|| written.unwrap_or("?").to_string());
+    let display = display_as(&kind, doc);
     check_shape(doc, &schema::INVOCATION, Some(&display))?;
     let mut problems = Vec::new();
     let name = checked_name(doc, &display, NameRule::Release).map_err(|e| problems.extend(e));
@@ -506,7 +525,7 @@ pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagno
     };
     let kind_node = doc.get("kind");
     Ok(Invocation {
-        kind: kind.to_string(),
+        kind,
         kind_loc: kind_node.map_or(doc.prov.loc, |n| n.prov.loc),
         name,
         namespace,
@@ -630,7 +649,7 @@ pub struct Config {
     /// `targets_search_paths` is written in `nyl.toml` (the default may be absent).
     pub targets_search_paths_set: bool,
     /// Invocation kind -> (component path or remote shortcut, where it was written).
-    pub aliases: IndexMap<String, (String, Loc)>,
+    pub aliases: Aliases,
     pub limits: Limits,
     /// The declared layouts, with where each is written.
     pub layouts: Vec<(Layout, Loc)>,
@@ -1064,12 +1083,14 @@ impl RemoteChart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provenance::FileId;
     use crate::yaml::doc;
 
     #[test]
     fn documents_are_classified_by_api_version_and_kind() {
-        let kind = |t: &str| classify(&doc(t), Place::App).map_err(|d| d.code);
-        let target = |t: &str| classify(&doc(t), Place::Targets).map_err(|d| d.code);
+        let none = Aliases::new();
+        let kind = |t: &str| classify(&doc(t), Place::App, &none).map_err(|d| d.code);
+        let target = |t: &str| classify(&doc(t), Place::Targets, &none).map_err(|d| d.code);
         assert_eq!(
             target("apiVersion: k8s.nyl/v1\nkind: Cluster\n"),
             Ok(DocKind::Cluster)
@@ -1094,6 +1115,25 @@ mod tests {
         assert_eq!(
             kind("apiVersion: k8s.gitops.nyl/v1\nkind: ApplicationGroup\n"),
             Err(Code::UnknownApiVersion)
+        );
+        // An alias written Nyl's way: `apiVersion/kind` is the alias key.
+        let mut aliases = Aliases::new();
+        aliases.insert(
+            "my.io/v1/Site".to_string(),
+            ("example/v1/Web".to_string(), Loc::new(FileId(0), 1)),
+        );
+        let site = doc("apiVersion: my.io/v1\nkind: Site\nmetadata: {name: a}\n");
+        assert_eq!(
+            classify(&site, Place::App, &aliases).map_err(|d| d.code),
+            Ok(DocKind::Invocation)
+        );
+        assert_eq!(
+            invocation(&site, ObjectId(0)).map(|i| i.kind),
+            Ok("my.io/v1/Site".to_string())
+        );
+        assert_eq!(
+            kind("apiVersion: my.io/v1\nkind: Site\nmetadata: {name: a}\n"),
+            Ok(DocKind::Manifest)
         );
         assert_eq!(
             target("apiVersion: k8s.nyl/v1\nkind: DeploymentTarget\n"),
@@ -1127,7 +1167,7 @@ mod tests {
             assert_eq!(kind(not_an_object), Err(Code::NotAnObject), "{not_an_object}");
         }
         assert_eq!(
-            classify(&doc("replicas: 2\n"), Place::ChartOutput).map_err(|d| d.code),
+            classify(&doc("replicas: 2\n"), Place::ChartOutput, &none).map_err(|d| d.code),
             Ok(DocKind::Manifest)
         );
         assert_eq!(

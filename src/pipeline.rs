@@ -416,7 +416,9 @@ impl Session {
         } else {
             Place::ChartOutput
         };
-        match objects::classify(&doc.node, place).map_err(|d| vec![d])? {
+        match objects::classify(&doc.node, place, &self.project.config.aliases)
+            .map_err(|d| vec![d])?
+        {
             DocKind::Manifest => Ok(Some(Entry::Manifest(Box::new(Manifest::read(doc))))),
             // Refused by classify in apps and chart output alike.
             DocKind::Cluster | DocKind::DeploymentTarget | DocKind::NylControl => Ok(None),

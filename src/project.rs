@@ -456,7 +456,7 @@ impl Project {
     }
 
     fn load_target_doc(&mut self, doc: &Node, diags: &mut Vec<Diagnostic>) {
-        let kind = match objects::classify(doc, Place::Targets) {
+        let kind = match objects::classify(doc, Place::Targets, &self.config.aliases) {
             Ok(kind) => kind,
             Err(d) => return diags.push(d),
         };

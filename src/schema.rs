@@ -256,7 +256,9 @@ const PROJECT: Field = field(
         field(
             "aliases",
             &STRING_MAP,
-            "Maps an invocation kind to a local component path or a remote chart shortcut.",
+            "Maps an invocation kind to a local component path or a remote chart shortcut. A key \
+             `<apiVersion>/<kind>` also makes every app document of that apiVersion and kind an \
+             invocation of the alias, as Nyl reads it.",
         ),
         field(
             "helm_chart_search_paths",

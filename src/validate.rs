@@ -397,7 +397,7 @@ fn check_objects(
             let mut is_app = false;
             for doc in docs {
                 let node = &doc.node;
-                let kind = match objects::classify(node, Place::App) {
+                let kind = match objects::classify(node, Place::App, &project.config.aliases) {
                     Ok(kind) => kind,
                     // Any YAML of the repository is scanned here; a document that is no object
                     // matters where an app holds it, and the app's own check reports it there.

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use nyl_render::objects::{classify, DocKind, Place};
+use nyl_render::objects::{classify, Aliases, DocKind, Place};
 use nyl_render::provenance::FileId;
 use nyl_render::yaml::{parse_stream, Limits};
 use serde_json::Value;
@@ -47,7 +47,7 @@ fn documents(dirs: &[&str], want: DocKind) -> Vec<Value> {
             for doc in parse_stream(&text, FileId(0), &Limits::default()).docs {
                 let kind = [Place::Targets, Place::App]
                     .into_iter()
-                    .find_map(|place| classify(&doc, place).ok());
+                    .find_map(|place| classify(&doc, place, &Aliases::new()).ok());
                 if kind == Some(want) {
                     out.push(doc.to_json());
                 }
