@@ -91,24 +91,77 @@ pub fn settings(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, Vec<Di
             )])
         }
     };
+    // What an Application written for Nyl's plugin sets, read after nyl's own names.
+    let nyl_env = |name: &str| {
+        env(&format!("ARGOCD_ENV_{name}"))
+            .or_else(|| env(name))
+            .filter(|v| !v.is_empty())
+    };
+    let source_path = env("ARGOCD_APP_SOURCE_PATH");
+    let path = match setting("path", "PATH") {
+        Some(path) => Some(path),
+        None => nyl_env("NYL_CMP_TEMPLATE_INPUT")
+            .map(|input| template_input(&input, source_path.as_deref()))
+            .transpose()
+            .map_err(|d| vec![d])?,
+    };
     let api_versions = api_versions(env("KUBE_API_VERSIONS").as_deref())?;
     Ok(Settings {
-        target: setting("target", "TARGET"),
-        path: setting("path", "PATH"),
+        target: setting("target", "TARGET").or_else(|| nyl_env("NYL_CMP_TARGET")),
+        path,
         allow_empty,
         values: setting("values", "VALUES"),
         target_values: setting("target-values", "TARGET_VALUES"),
-        app_namespace: env("ARGOCD_APP_NAMESPACE").filter(|v| !v.is_empty()),
+        app_namespace: env("ARGOCD_APP_NAMESPACE")
+            .filter(|v| !v.is_empty())
+            .or_else(|| nyl_env("NYL_RELEASE_NAMESPACE")),
         app: env("ARGOCD_APP_NAME")
             .filter(|v| !v.is_empty())
+            .or_else(|| nyl_env("NYL_RELEASE_NAME"))
             .map(|n| match n.split_once('_') {
                 Some((ns, name)) => (Some(ns.to_string()), name.to_string()),
                 None => (None, n),
             }),
         kube_version: env("KUBE_VERSION").filter(|v| !v.is_empty()),
         api_versions,
-        source_path: env("ARGOCD_APP_SOURCE_PATH"),
+        source_path,
     })
+}
+
+/// Nyl's `NYL_CMP_TEMPLATE_INPUT` as nyl's `path`: one file, relative to the app directory, or
+/// with a leading `/` relative to the repository root (then it must lie in the app directory,
+/// which is all the plugin reads).
+fn template_input(input: &str, source_path: Option<&str>) -> Result<String, Diagnostic> {
+    let refuse = |why: &str| {
+        Diagnostic::new(
+            Code::InvalidParameters,
+            format!("NYL_CMP_TEMPLATE_INPUT {input:?} {why}"),
+        )
+    };
+    if input.contains(',') {
+        return Err(refuse(
+            "names several files; nyl renders one path per Application: name one file, or the \
+             directory holding them",
+        ));
+    }
+    let Some(from_root) = input.strip_prefix('/') else {
+        return Ok(input.to_string());
+    };
+    let source = source_path.unwrap_or_default().trim_matches('/');
+    let source = if source == "." { "" } else { source };
+    if source.is_empty() {
+        return Ok(from_root.to_string());
+    }
+    from_root
+        .strip_prefix(source)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            refuse(&format!(
+                "lies outside the Application's source path {source:?}; the plugin reads only \
+                 the app directory: point spec.source.path at a directory holding the file"
+            ))
+        })
 }
 
 /// The root of the repository Argo CD unpacked: it runs the plugin in
@@ -309,6 +362,41 @@ mod tests {
             settings(&env(&all[2..])).unwrap().target.as_deref(),
             Some("n")
         );
+    }
+
+    #[test]
+    fn nyl_plugin_settings_are_read_after_nyls_own() {
+        let nyl = [
+            ("ARGOCD_ENV_NYL_CMP_TARGET", "prod"),
+            ("ARGOCD_ENV_NYL_CMP_TEMPLATE_INPUT", "/apps/web/app.yaml"),
+            ("ARGOCD_APP_SOURCE_PATH", "apps/web"),
+            ("ARGOCD_ENV_NYL_RELEASE_NAMESPACE", "web"),
+            ("ARGOCD_ENV_NYL_RELEASE_NAME", "web"),
+        ];
+        let s = settings(&env(&nyl)).unwrap();
+        assert_eq!(s.target.as_deref(), Some("prod"));
+        assert_eq!(s.path.as_deref(), Some("app.yaml"));
+        assert_eq!(s.app_namespace.as_deref(), Some("web"));
+        assert_eq!(s.app, Some((None, "web".to_string())));
+        let own = [("ARGOCD_ENV_NYL_TARGET", "dev"), ("NYL_PATH", "x.yaml")];
+        let s = settings(&env(&[&own[..], &nyl[..]].concat())).unwrap();
+        assert_eq!(
+            (s.target.as_deref(), s.path.as_deref()),
+            (Some("dev"), Some("x.yaml"))
+        );
+        let relative = settings(&env(&[("NYL_CMP_TEMPLATE_INPUT", "app.yaml")])).unwrap();
+        assert_eq!(relative.path.as_deref(), Some("app.yaml"));
+        for bad in ["/other/app.yaml", "a.yaml,b.yaml"] {
+            let vars = [
+                ("ARGOCD_ENV_NYL_CMP_TEMPLATE_INPUT", bad),
+                ("ARGOCD_APP_SOURCE_PATH", "apps/web"),
+            ];
+            assert_eq!(
+                codes(settings(&env(&vars))),
+                [Code::InvalidParameters],
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -223,6 +223,8 @@ cases! {
     limits_too_many_files,
     limits_total_bytes,
     no_project,
+    nyl_shape_argocd_generate,
+    nyl_shape_argocd_template_inputs,
     nyl_shape_render_production,
     nyl_shape_render_staging,
     nyl_shape_validate,
