@@ -156,10 +156,14 @@ codes! {
     MissingField = "missing_field", Error, Input;
     /// A document's `apiVersion` belongs to nyl but names a version nyl does not know.
     UnknownApiVersion = "unknown_api_version", Error, Input;
-    /// A document uses one of Nyl's API groups (`k8s.gitops.nyl/v1`, the older
-    /// `*.nyl.niklasrosenstein.github.com/v1`) for a kind nyl-render has under another name; the
-    /// message names it.
+    /// A document uses one of Nyl's API groups for a kind nyl-render does not read there (a
+    /// `k8s.gitops.nyl/v1` Release), or one of Nyl's older groups (`gitops.nyl/v1`,
+    /// `*.nyl.niklasrosenstein.github.com/v1`); the message names what to write instead.
     RenamedApiVersion = "renamed_api_version", Error, Input;
+    /// A feature of Nyl that nyl does not offer: a Git chart source (`git+`), a `RemoteManifest`,
+    /// a Kyverno policy Nyl applies at render time (its `apply-policy-scope` annotation). The
+    /// message names the feature and what to do instead; nothing is passed through.
+    UnsupportedNylFeature = "unsupported_nyl_feature", Error, Input;
     /// A document stands where its kind does not belong: a Cluster or DeploymentTarget in an app
     /// file (they are read from the targets search paths), or anything else in a targets search
     /// path.

@@ -104,7 +104,26 @@ pub fn classify(doc: &Node, place: Place, aliases: &Aliases) -> Result<DocKind, 
     let api = map.get("apiVersion").and_then(Node::as_str);
     let kind = map.get("kind").and_then(Node::as_str);
     let aliased = || alias_kind(api, kind).is_some_and(|k| aliases.contains_key(&k));
+    let unsupported = |why: &str| {
+        Err(Diagnostic::new(Code::UnsupportedNylFeature, why)
+            .at(doc.prov.loc)
+            .object(object_display(doc)))
+    };
+    if place != Place::Targets && policy_scope(doc).is_some() {
+        return unsupported(&format!(
+            "a Kyverno policy with the annotation {KYVERNO_SCOPE} is one Nyl applies to the \
+             rendered manifests; nyl does not run Kyverno: write the change into the chart values \
+             or templates, or remove the annotation to deploy the policy to the cluster"
+        ));
+    }
     let nyl = match (api, kind) {
+        (Some(TARGETS_API), Some("RemoteManifest")) => {
+            return unsupported(
+                "RemoteManifest (Nyl fetches manifests from a URL while rendering) is not \
+                 supported: nyl renders only what the repository holds; save the manifests in \
+                 the app directory as YAML",
+            )
+        }
         _ if place != Place::Targets && aliased() => Some(DocKind::Invocation),
         (Some(TARGETS_API | GITOPS_API), Some("Cluster")) => Some(DocKind::Cluster),
         (Some(TARGETS_API | GITOPS_API), Some("DeploymentTarget")) => {
@@ -215,6 +234,13 @@ fn kubernetes_object(
         format!("a document that is neither a nyl object nor a Kubernetes object: {hint}"),
     )
     .at(doc.prov.loc))
+}
+
+/// The annotation by which Nyl applies a Kyverno policy to the manifests it renders.
+const KYVERNO_SCOPE: &str = "nyl.niklasrosenstein.github.com/apply-policy-scope";
+
+fn policy_scope(doc: &Node) -> Option<&Node> {
+    doc.get("metadata")?.get("annotations")?.get(KYVERNO_SCOPE)
 }
 
 /// `Kind/name` of any document, for diagnostics.
@@ -580,18 +606,28 @@ pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnos
                 version: text("version").map(str::to_string),
             }))
         }
-        (None, Some(repository), Some(_)) => Err(format!(
-            "`spec.chart.repository` {repository:?} must start with oci://, http:// or https://"
+        (None, Some(repository), _) if repository.starts_with("git+") => Err((
+            Code::UnsupportedNylFeature,
+            format!(
+                "`spec.chart.repository` {repository:?} is a Git chart source (Nyl clones it \
+                 while rendering), which nyl does not support: vendor the chart into the \
+                 repository and name it with `path`, or publish it to a chart repository"
+            ),
         )),
-        _ => Err("`spec.chart` needs either `path`, or `repository` and `name`".to_string()),
+        (None, Some(repository), Some(_)) => Err((
+            Code::InvalidField,
+            format!(
+                "`spec.chart.repository` {repository:?} must start with oci://, http:// or https://"
+            ),
+        )),
+        _ => Err((
+            Code::InvalidField,
+            "`spec.chart` needs either `path`, or `repository` and `name`".to_string(),
+        )),
     };
     let chart_loc = chart_node.map_or(doc.prov.loc, |n| n.prov.loc);
-    let chart = chart.map_err(|why| {
-        problems.push(
-            Diagnostic::new(Code::InvalidField, why)
-                .at(chart_loc)
-                .object(&display),
-        );
+    let chart = chart.map_err(|(code, why)| {
+        problems.push(Diagnostic::new(code, why).at(chart_loc).object(&display));
     });
     if let Ok(ChartSource::Remote(remote)) = &chart {
         if let Err((part, why)) = remote.check() {

@@ -228,6 +228,7 @@ cases! {
     nyl_shape_render_production,
     nyl_shape_render_staging,
     nyl_shape_validate,
+    nyl_unsupported_features,
     render_allow_empty,
     render_api_versions_refused,
     render_broken_chart_values,
