@@ -205,6 +205,10 @@ codes! {
     /// An invocation's kind is neither an alias, a remote chart shortcut, nor a component directory
     /// (holding `Chart.yaml`) under a components search path.
     ComponentNotFound = "component_not_found", Error, Input;
+    /// A HelmChart names a local chart by `spec.chart.name` alone (Nyl's form) and no
+    /// `helm_chart_search_paths` entry (or, for a name with a `/`, no directory from the project
+    /// root) holds it.
+    ChartNotFound = "chart_not_found", Error, Input;
     /// A JSON Pointer in a contract is not valid RFC 6901 (empty, not starting with `/`, or with a
     /// `~` escape other than `~0` and `~1`), or has more than 256 tokens, the nesting limit of
     /// YAML documents.

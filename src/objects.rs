@@ -571,6 +571,10 @@ pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagno
 pub enum ChartSource {
     /// A chart directory, relative to the file the HelmChart is written in.
     Path(String),
+    /// `spec.chart.name` alone, as Nyl writes a local chart: a name with a `/` is a path from the
+    /// project root, any other a directory in `helm_chart_search_paths` (see
+    /// [`crate::project::Project::resolve_chart_name`]).
+    Named(String),
     Remote(RemoteChart),
 }
 
@@ -599,6 +603,7 @@ pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnos
     let text = |key: &str| chart_node.and_then(|c| c.field(key)).and_then(Node::as_str);
     let chart = match (text("path"), text("repository"), text("name")) {
         (Some(path), None, None) => Ok(ChartSource::Path(path.to_string())),
+        (None, None, Some(name)) => Ok(ChartSource::Named(name.to_string())),
         (None, Some(repository), Some(chart)) if RemoteChart::is_shortcut(repository) => {
             Ok(ChartSource::Remote(RemoteChart {
                 repository: repository.trim_end_matches('/').to_string(),
@@ -622,7 +627,8 @@ pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnos
         )),
         _ => Err((
             Code::InvalidField,
-            "`spec.chart` needs either `path`, or `repository` and `name`".to_string(),
+            "`spec.chart` needs either `path`, `repository` and `name`, or `name` alone"
+                .to_string(),
         )),
     };
     let chart_loc = chart_node.map_or(doc.prov.loc, |n| n.prov.loc);
@@ -682,6 +688,8 @@ fn checked_namespace(doc: &Node, display: &str, problems: &mut Vec<Diagnostic>) 
 pub struct Config {
     pub components_search_paths: Vec<String>,
     pub targets_search_paths: Vec<String>,
+    /// Where a HelmChart's chart named without a repository is looked for.
+    pub helm_chart_search_paths: Vec<String>,
     /// `targets_search_paths` is written in `nyl.toml` (the default may be absent).
     pub targets_search_paths_set: bool,
     /// Invocation kind -> (component path or remote shortcut, where it was written).
@@ -787,6 +795,7 @@ impl Default for Config {
         Config {
             components_search_paths: vec![DEFAULT_COMPONENTS.to_string()],
             targets_search_paths: DEFAULT_TARGETS.iter().map(|p| p.to_string()).collect(),
+            helm_chart_search_paths: vec![DEFAULT_HELM_CHARTS.to_string()],
             targets_search_paths_set: false,
             aliases: IndexMap::new(),
             limits: Limits::default(),
@@ -797,6 +806,8 @@ impl Default for Config {
 }
 
 const DEFAULT_COMPONENTS: &str = "components";
+/// The project root, as in Nyl.
+const DEFAULT_HELM_CHARTS: &str = ".";
 /// `targets`, nyl's own place, and `config`, where a Nyl repository keeps them.
 const DEFAULT_TARGETS: &[&str] = &["targets", "config"];
 
@@ -880,6 +891,7 @@ pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>)
         limits,
         components_search_paths: paths("components_search_paths", &[DEFAULT_COMPONENTS]),
         targets_search_paths: paths("targets_search_paths", DEFAULT_TARGETS),
+        helm_chart_search_paths: paths("helm_chart_search_paths", &[DEFAULT_HELM_CHARTS]),
         targets_search_paths_set: project
             .and_then(|p| p.field("targets_search_paths"))
             .is_some(),

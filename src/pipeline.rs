@@ -523,6 +523,16 @@ impl Session {
                     ChartSpec::Local(resolved),
                 )
             }
+            ChartSource::Named(name) => {
+                let resolved = self
+                    .project
+                    .resolve_chart_name(name)
+                    .map_err(|d| vec![d.at(chart.loc).object(&display)])?;
+                (
+                    self.project.display_path(&resolved),
+                    ChartSpec::Local(resolved),
+                )
+            }
         };
         Ok(Some(Entry::Release(Box::new(Release {
             values: InvocationValues {

@@ -508,6 +508,37 @@ impl Project {
     }
 
     /// Resolves an invocation kind: alias, remote shortcut, or component path.
+    /// The directory of a chart named as Nyl names a local one (`spec.chart.name` alone): a name
+    /// with a `/` is a path from the project root, any other the first `<path>/<name>` holding
+    /// `Chart.yaml` among `helm_chart_search_paths`.
+    pub fn resolve_chart_name(&self, name: &str) -> Result<PathBuf, Diagnostic> {
+        let candidates: Vec<PathBuf> = if name.contains('/') {
+            vec![self.root.join(name)]
+        } else {
+            let search = &self.config.helm_chart_search_paths;
+            search
+                .iter()
+                .map(|p| self.root.join(p).join(name))
+                .collect()
+        };
+        match candidates.iter().find(|d| d.join("Chart.yaml").is_file()) {
+            Some(dir) => self.inside(dir),
+            None => Err(Diagnostic::new(
+                Code::ChartNotFound,
+                format!(
+                    "no chart {name:?}: no {} holds Chart.yaml; check the name, or [project] \
+                     helm_chart_search_paths in nyl.toml (searched: {})",
+                    if name.contains('/') {
+                        "such directory"
+                    } else {
+                        "search path"
+                    },
+                    self.config.helm_chart_search_paths.join(", ")
+                ),
+            )),
+        }
+    }
+
     pub fn resolve_kind(&self, kind: &str, loc: Loc) -> Result<ChartRef, Diagnostic> {
         let resolved = self
             .config
@@ -756,7 +787,8 @@ fn search_path_problems(config: &Config) -> Vec<Diagnostic> {
     let paths = config
         .components_search_paths
         .iter()
-        .chain(&config.targets_search_paths);
+        .chain(&config.targets_search_paths)
+        .chain(&config.helm_chart_search_paths);
     paths
         .filter(|p| Path::new(p).is_absolute() || p.split(['/', '\\']).any(|s| s == ".."))
         .map(|p| {

@@ -260,11 +260,12 @@ const PROJECT: Field = field(
              `<apiVersion>/<kind>` also makes every app document of that apiVersion and kind an \
              invocation of the alias, as Nyl reads it.",
         ),
-        field(
+        defaulted(
             "helm_chart_search_paths",
             &STRINGS,
-            "Nyl's: directories searched for a HelmChart's chart by name. Read and ignored: a \
-             HelmChart names a chart repository.",
+            r#"["."]"#,
+            "Directories, relative to the project root, searched in order for the chart of a \
+             HelmChart that gives `spec.chart.name` alone (Nyl's form).",
         ),
         field(
             "gitops_scaffold_path",
@@ -442,7 +443,9 @@ pub const HELM_CHART: Shape = Shape::Object(&[
                     field(
                         "name",
                         &Shape::String,
-                        "The chart's name in the repository.",
+                        "The chart's name in the repository. Alone, a local chart as Nyl names it: \
+                         with a `/`, a path from the project root; else a directory in \
+                         `helm_chart_search_paths`.",
                     ),
                     field(
                         "version",
