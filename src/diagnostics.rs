@@ -138,6 +138,8 @@ codes! {
     InvalidLayer = "invalid_layer", Error, Input;
     /// An app id (such as `prod.infra.cert-manager`) matches no layout app.
     AppNotFound = "app_not_found", Error, Input;
+    /// A `Release`'s `spec.include` names a file that does not exist (or is no file).
+    IncludeNotFound = "include_not_found", Error, Input;
     /// Runtime `values` were given for an app with several releases, where it is not clear which
     /// one they are for.
     AmbiguousRuntimeValues = "ambiguous_runtime_values", Error, Input;
@@ -156,9 +158,8 @@ codes! {
     MissingField = "missing_field", Error, Input;
     /// A document's `apiVersion` belongs to nyl but names a version nyl does not know.
     UnknownApiVersion = "unknown_api_version", Error, Input;
-    /// A document uses one of Nyl's API groups for a kind nyl-render does not read there (a
-    /// `k8s.gitops.nyl/v1` Release), or one of Nyl's older groups (`gitops.nyl/v1`,
-    /// `*.nyl.niklasrosenstein.github.com/v1`); the message names what to write instead.
+    /// A document uses one of Nyl's older API groups (`gitops.nyl/v1`,
+    /// `*.nyl.niklasrosenstein.github.com/v1`); the message names what Nyl calls it now.
     RenamedApiVersion = "renamed_api_version", Error, Input;
     /// A feature of Nyl that nyl does not offer: a Git chart source (`git+`), a `RemoteManifest`,
     /// a Kyverno policy Nyl applies at render time (its `apply-policy-scope` annotation). The

@@ -28,12 +28,6 @@ const NYL_GROUPS: &[&str] = &["k8s.nyl", "components.k8s.nyl", "components.nyl"]
 /// means turning its row into a [`DocKind`] here.
 const NYL_RENAMED: &[(&str, Option<&str>, &str)] = &[
     (
-        "k8s.gitops.nyl",
-        Some("Release"),
-        "nyl-render calls it an invocation (apiVersion: components.k8s.nyl/v1) or a HelmChart \
-         (k8s.nyl/v1)",
-    ),
-    (
         "gitops.nyl",
         None,
         "Nyl calls its group k8s.gitops.nyl/v1 now; set apiVersion to \"k8s.gitops.nyl/v1\"",
@@ -60,6 +54,8 @@ pub enum DocKind {
     Invocation,
     /// A Kubernetes object: passed through to the output as it is.
     Manifest,
+    /// Nyl's `Release` in an app file: the file's namespace and included files; never emitted.
+    Release,
     /// One of Nyl's GitOps control resources (a repository, project or application group in
     /// `k8s.gitops.nyl/v1`) kept beside the targets: it configures Nyl's own Argo CD
     /// publication, which nyl does not do, so it is read and passed over.
@@ -129,9 +125,8 @@ pub fn classify(doc: &Node, place: Place, aliases: &Aliases) -> Result<DocKind, 
         (Some(TARGETS_API | GITOPS_API), Some("DeploymentTarget")) => {
             Some(DocKind::DeploymentTarget)
         }
-        (Some(GITOPS_API), Some(k)) if place == Place::Targets && k != "Release" => {
-            Some(DocKind::NylControl)
-        }
+        (Some(GITOPS_API), Some("Release")) => Some(DocKind::Release),
+        (Some(GITOPS_API), Some(_)) if place == Place::Targets => Some(DocKind::NylControl),
         (Some(TARGETS_API), Some("HelmChart")) => Some(DocKind::HelmChart),
         (Some(TARGETS_API), kind) => {
             return Err(Diagnostic::new(
@@ -177,6 +172,10 @@ pub fn classify(doc: &Node, place: Place, aliases: &Aliases) -> Result<DocKind, 
             "a document that is not a Cluster or DeploymentTarget",
             "a targets search path holds only those; move it to an app directory, or out of the \
              search paths of nyl.toml",
+        ),
+        (Place::ChartOutput, Some(DocKind::Release)) => misplaced(
+            "a Release",
+            "it names an app file's namespace and includes, so it stands in an app file",
         ),
         (_, Some(DocKind::Cluster | DocKind::DeploymentTarget)) => misplaced(
             "a Cluster or DeploymentTarget",
@@ -531,6 +530,32 @@ pub fn deployment_target(
             Layer::TargetValues { object },
         ),
         apps,
+    })
+}
+
+/// Nyl's `Release` of an app file.
+#[derive(Clone, Debug)]
+pub struct Release {
+    pub name: String,
+    pub namespace: Option<String>,
+    /// Included files as written (relative to the Release's file), with where.
+    pub include: Vec<(String, Loc)>,
+}
+
+/// Decodes a Release.
+pub fn release(doc: &Node) -> Result<Release, Vec<Diagnostic>> {
+    let display = format!("Release/{}", name_of(doc).unwrap_or("?"));
+    check_shape(doc, &schema::RELEASE, Some(&display))?;
+    let mut problems = Vec::new();
+    let name = checked_name(doc, &display, NameRule::Object).map_err(|e| problems.extend(e));
+    let namespace = checked_namespace(doc, &display, &mut problems);
+    let (Ok(name), true) = (name, problems.is_empty()) else {
+        return Err(problems);
+    };
+    Ok(Release {
+        name,
+        namespace,
+        include: strings(doc.field("spec").and_then(|s| s.field("include"))),
     })
 }
 
@@ -1158,7 +1183,11 @@ mod tests {
         );
         assert_eq!(
             target("apiVersion: k8s.gitops.nyl/v1\nkind: Release\n"),
-            Err(Code::RenamedApiVersion)
+            Err(Code::MisplacedDocument)
+        );
+        assert_eq!(
+            kind("apiVersion: k8s.gitops.nyl/v1\nkind: Release\n"),
+            Ok(DocKind::Release)
         );
         assert_eq!(
             kind("apiVersion: k8s.gitops.nyl/v1\nkind: ApplicationGroup\n"),
@@ -1223,7 +1252,6 @@ mod tests {
             Err(Code::UnknownApiVersion)
         );
         for nyl in [
-            "apiVersion: k8s.gitops.nyl/v1\nkind: Release\n",
             "apiVersion: gitops.nyl/v1\nkind: Cluster\n",
             "apiVersion: nyl.niklasrosenstein.github.com/v1\nkind: HelmChart\n",
             "apiVersion: nyl.niklasrosenstein.github.com/v1\nkind: RemoteManifest\n",

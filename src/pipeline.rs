@@ -3,7 +3,7 @@
 //! HelmChart) or a plain manifest. `nyl values` prints the releases' values; `nyl render` renders
 //! the entries in order, feeding chart output back through [`Session::entries`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -349,22 +349,117 @@ impl Session {
                 return Vec::new();
             }
         };
-        let mut docs = Vec::new();
+        let mut read = Vec::new();
         for file in files {
-            if let Some((file_docs, dir)) = self.read_app_file(&file) {
-                docs.extend(file_docs.into_iter().map(|d| (d, dir.clone())));
+            if let Some(app_file) = self.read_app_file(&file) {
+                read.push(app_file);
             }
         }
+        let mut plans = Vec::new();
+        for (file, docs) in read {
+            let (namespace, includes) = self.release_of(&file, &docs, default_namespace);
+            plans.push((file, docs, namespace, includes));
+        }
+        // A file a Release includes renders once, as part of it, even when it is also listed.
+        let included: HashSet<PathBuf> = plans
+            .iter()
+            .flat_map(|(_, _, _, includes)| includes.iter().map(|(f, _)| f.clone()))
+            .collect();
         let mut entries = Vec::new();
-        for (doc, dir) in docs {
-            entries.extend(self.entries(vec![doc], dir.as_deref(), default_namespace));
+        for (file, docs, namespace, includes) in plans {
+            if included.contains(&file) {
+                continue;
+            }
+            for (file, docs) in std::iter::once((file, docs)).chain(includes) {
+                entries.extend(self.entries(docs, file.parent(), &namespace));
+            }
         }
         entries
     }
 
+    /// The namespace an app file's objects default to and the files it includes: its `Release`
+    /// (Nyl's) sets both; without one, `default_namespace` and none. Problems are reported.
+    fn release_of(
+        &mut self,
+        file: &Path,
+        docs: &[Document],
+        default_namespace: &str,
+    ) -> (String, Vec<(PathBuf, Vec<Document>)>) {
+        let aliases = &self.project.config.aliases;
+        let releases: Vec<&Document> = docs.iter().filter(|d| is_release(d, aliases)).collect();
+        let Some(first) = releases.first() else {
+            return (default_namespace.to_string(), Vec::new());
+        };
+        for extra in &releases[1..] {
+            self.diagnostics.push(
+                Diagnostic::new(
+                    Code::DuplicateObject,
+                    "a second Release in one app file; a file is one release: move it to a file \
+                     of its own",
+                )
+                .at(extra.node.prov.loc)
+                .related(first.node.prov.loc)
+                .object(format!(
+                    "Release/{}",
+                    objects::name_of(&extra.node).unwrap_or("?")
+                )),
+            );
+        }
+        let release = match objects::release(&first.node) {
+            Ok(release) => release,
+            Err(problems) => {
+                self.diagnostics.extend(problems);
+                return (default_namespace.to_string(), Vec::new());
+            }
+        };
+        tracing::debug!(release = %release.name, namespace = ?release.namespace, "app file's Release");
+        let dir = file.parent().unwrap_or(file);
+        let mut includes = Vec::new();
+        for (include, loc) in &release.include {
+            let path = dir.join(include);
+            if fs::symlink_metadata(&path).is_err() {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::IncludeNotFound,
+                        format!(
+                            "spec.include names {include:?}, which does not exist; the path is \
+                             relative to the Release's file"
+                        ),
+                    )
+                    .at(*loc)
+                    .object(format!("Release/{}", release.name)),
+                );
+                continue;
+            }
+            let Some((included, docs)) = self.read_app_file(&path) else {
+                continue;
+            };
+            let aliases = &self.project.config.aliases;
+            if let Some(nested) = docs.iter().find(|d| is_release(d, aliases)) {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::MisplacedDocument,
+                        format!(
+                            "a Release in a file another Release includes ({include}); an \
+                             included file renders as part of its includer: remove it"
+                        ),
+                    )
+                    .at(nested.node.prov.loc)
+                    .related(*loc),
+                );
+                continue;
+            }
+            includes.push((included, docs));
+        }
+        let namespace = release
+            .namespace
+            .unwrap_or_else(|| default_namespace.to_string());
+        (namespace, includes)
+    }
+
     /// One app file's documents and directory; `None` (problems reported) when it did not read
     /// cleanly: its documents' errors would only be consequences.
-    fn read_app_file(&mut self, file: &Path) -> Option<(Vec<Document>, Option<PathBuf>)> {
+    fn read_app_file(&mut self, file: &Path) -> Option<(PathBuf, Vec<Document>)> {
         // A link is refused before it is resolved: read_documents reports it.
         if fs::symlink_metadata(file).is_ok_and(|m| !m.file_type().is_file()) {
             let (_, _, problems) = self.project.read_documents(file);
@@ -383,7 +478,7 @@ impl Session {
             self.diagnostics.extend(problems);
             return None;
         }
-        Some((docs, file.parent().map(Path::to_path_buf)))
+        Some((file, docs))
     }
 
     /// Turns documents into entries; `dir` is the directory relative paths (a HelmChart's
@@ -422,6 +517,8 @@ impl Session {
             DocKind::Manifest => Ok(Some(Entry::Manifest(Box::new(Manifest::read(doc))))),
             // Refused by classify in apps and chart output alike.
             DocKind::Cluster | DocKind::DeploymentTarget | DocKind::NylControl => Ok(None),
+            // Read with its file (`release_of`), never emitted.
+            DocKind::Release => Ok(None),
             DocKind::Invocation => self.invocation(&doc, default_namespace),
             DocKind::HelmChart => self.helm_chart(&doc, dir, default_namespace),
         }
@@ -558,6 +655,11 @@ impl Session {
             layers,
         }))))
     }
+}
+
+/// Whether an app file's document is Nyl's `Release`.
+fn is_release(doc: &Document, aliases: &objects::Aliases) -> bool {
+    objects::classify(&doc.node, Place::App, aliases).is_ok_and(|k| k == DocKind::Release)
 }
 
 /// Two releases with the same name and namespace are an error: Helm and Argo CD would see one

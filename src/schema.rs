@@ -424,6 +424,41 @@ pub const INVOCATION: Shape = Shape::Object(&[
     ),
 ]);
 
+/// `Release` (`k8s.gitops.nyl/v1`, Nyl's): an app file's name, namespace and included files.
+pub const RELEASE: Shape = Shape::Object(&[
+    API_VERSION,
+    KIND,
+    required(
+        "metadata",
+        &Shape::Object(&[
+            required(
+                "name",
+                &Shape::String,
+                "The app's name (Nyl's Argo CD Application); nyl logs it.",
+            ),
+            field(
+                "namespace",
+                &Shape::String,
+                "The namespace of the invocations and HelmCharts of this file and its included \
+                 files that set none.",
+            ),
+            LABELS,
+            ANNOTATIONS,
+        ]),
+        "The app's name and namespace.",
+    ),
+    field(
+        "spec",
+        &Shape::Object(&[field(
+            "include",
+            &STRINGS,
+            "Files, relative to this one, whose documents render as part of it (once, even when \
+             they sit in a directory being rendered).",
+        )]),
+        "What the release includes.",
+    ),
+]);
+
 /// `HelmChart` (`k8s.nyl/v1`): a chart rendered as it is, with no contract.
 pub const HELM_CHART: Shape = Shape::Object(&[
     API_VERSION,
@@ -548,6 +583,14 @@ pub const FILE_KINDS: &[FileKind] = &[
         api_versions: &["components.k8s.nyl/v1"],
         kind: None,
         shape: &INVOCATION,
+    },
+    FileKind {
+        name: "release",
+        title: "Release",
+        location: "App files, at most one per file; never in the output.",
+        api_versions: &["k8s.gitops.nyl/v1"],
+        kind: Some("Release"),
+        shape: &RELEASE,
     },
     FileKind {
         name: "helm-chart",

@@ -416,6 +416,10 @@ fn check_objects(
                         "DeploymentTarget",
                         objects::deployment_target(node, object).map(drop),
                     ),
+                    DocKind::Release => {
+                        is_app = true;
+                        ("Release", objects::release(node).map(drop))
+                    }
                     DocKind::HelmChart => {
                         is_app = true;
                         ("HelmChart", objects::helm_chart(node, object).map(drop))

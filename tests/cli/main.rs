@@ -224,6 +224,7 @@ cases! {
     limits_total_bytes,
     no_project,
     nyl_chart_not_found,
+    nyl_release_problems,
     nyl_shape_argocd_generate,
     nyl_shape_argocd_template_inputs,
     nyl_shape_render_production,
