@@ -165,6 +165,10 @@ codes! {
     /// a Kyverno policy Nyl applies at render time (its `apply-policy-scope` annotation). The
     /// message names the feature and what to do instead; nothing is passed through.
     UnsupportedNylFeature = "unsupported_nyl_feature", Error, Input;
+    /// A string of an app file holds a template expression (`{{`, `{%`) as Nyl writes them. nyl
+    /// does not evaluate templates, and passing the text on would deliver the expression
+    /// literally; `templating = false` under `[project]` in nyl.toml passes it on as written.
+    TemplateExpression = "template_expression", Error, Input;
     /// A document stands where its kind does not belong: a Cluster or DeploymentTarget in an app
     /// file (they are read from the targets search paths), or anything else in a targets search
     /// path.

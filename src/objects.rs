@@ -242,6 +242,35 @@ fn policy_scope(doc: &Node) -> Option<&Node> {
     doc.get("metadata")?.get("annotations")?.get(KYVERNO_SCOPE)
 }
 
+/// `template_expression` for every string of an app file's document that holds a template
+/// expression as Nyl writes them (`{{ ... }}`, `{% ... %}`): nyl evaluates none, and would
+/// otherwise deliver the expression as text.
+pub fn template_expressions(doc: &Node) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut stack = vec![doc];
+    while let Some(node) = stack.pop() {
+        match &node.value {
+            Value::String(s) if s.contains("{{") || s.contains("{%") => out.push(
+                Diagnostic::new(
+                    Code::TemplateExpression,
+                    format!(
+                        "{s:?} is a template expression as Nyl writes them; nyl does not evaluate \
+                         templates (no `values`, `env` or `secrets` here): take target values \
+                         through value imports (nyl-component.yaml), or set `templating = false` \
+                         under [project] in nyl.toml to pass the text on as written"
+                    ),
+                )
+                .at(node.prov.loc)
+                .object(object_display(doc)),
+            ),
+            Value::Seq(items) => stack.extend(items.iter().rev()),
+            Value::Map(map) => stack.extend(map.values().rev()),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// `Kind/name` of any document, for diagnostics.
 fn object_display(doc: &Node) -> String {
     object_ref(doc).to_string()
@@ -715,6 +744,8 @@ pub struct Config {
     pub targets_search_paths: Vec<String>,
     /// Where a HelmChart's chart named without a repository is looked for.
     pub helm_chart_search_paths: Vec<String>,
+    /// Refuse template expressions in app files (`[project] templating`, default true).
+    pub templating: bool,
     /// `targets_search_paths` is written in `nyl.toml` (the default may be absent).
     pub targets_search_paths_set: bool,
     /// Invocation kind -> (component path or remote shortcut, where it was written).
@@ -821,6 +852,7 @@ impl Default for Config {
             components_search_paths: vec![DEFAULT_COMPONENTS.to_string()],
             targets_search_paths: DEFAULT_TARGETS.iter().map(|p| p.to_string()).collect(),
             helm_chart_search_paths: vec![DEFAULT_HELM_CHARTS.to_string()],
+            templating: true,
             targets_search_paths_set: false,
             aliases: IndexMap::new(),
             limits: Limits::default(),
@@ -917,6 +949,10 @@ pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>)
         components_search_paths: paths("components_search_paths", &[DEFAULT_COMPONENTS]),
         targets_search_paths: paths("targets_search_paths", DEFAULT_TARGETS),
         helm_chart_search_paths: paths("helm_chart_search_paths", &[DEFAULT_HELM_CHARTS]),
+        templating: project
+            .and_then(|p| p.field("templating"))
+            .and_then(Node::as_bool)
+            .unwrap_or(true),
         targets_search_paths_set: project
             .and_then(|p| p.field("targets_search_paths"))
             .is_some(),

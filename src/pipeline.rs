@@ -473,7 +473,13 @@ impl Session {
                 return None;
             }
         };
-        let (_, docs, problems) = self.project.read_documents(&file);
+        let (_, docs, mut problems) = self.project.read_documents(&file);
+        if problems.is_empty() && self.project.config.templating {
+            problems.extend(
+                docs.iter()
+                    .flat_map(|d| objects::template_expressions(&d.node)),
+            );
+        }
         if !problems.is_empty() {
             self.diagnostics.extend(problems);
             return None;

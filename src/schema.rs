@@ -267,6 +267,15 @@ const PROJECT: Field = field(
             "Directories, relative to the project root, searched in order for the chart of a \
              HelmChart that gives `spec.chart.name` alone (Nyl's form).",
         ),
+        defaulted(
+            "templating",
+            &Shape::Bool,
+            "true",
+            "Nyl templates app files; nyl does not evaluate templates. `true` (Nyl's default) \
+             refuses a string holding `{{` or `{%` (`template_expression`) rather than deliver \
+             the expression as written; `false` passes such strings on to Helm and the output \
+             unchanged (for charts that `tpl` their values).",
+        ),
         field(
             "gitops_scaffold_path",
             &Shape::String,

@@ -407,6 +407,9 @@ fn check_objects(
                         continue;
                     }
                 };
+                if project.config.templating && kind != DocKind::Cluster {
+                    problems.extend(objects::template_expressions(node));
+                }
                 let object = project.catalog.add_object(objects::object_ref(node));
                 let (label, result) = match kind {
                     // Control resources are classified so only in the targets search paths.

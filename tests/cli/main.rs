@@ -230,6 +230,8 @@ cases! {
     nyl_shape_render_production,
     nyl_shape_render_staging,
     nyl_shape_validate,
+    nyl_template_expressions,
+    nyl_templating_off,
     nyl_unsupported_features,
     render_allow_empty,
     render_api_versions_refused,
