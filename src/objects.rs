@@ -850,7 +850,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             components_search_paths: vec![DEFAULT_COMPONENTS.to_string()],
-            targets_search_paths: DEFAULT_TARGETS.iter().map(|p| p.to_string()).collect(),
+            targets_search_paths: DEFAULT_TARGETS.iter().map(ToString::to_string).collect(),
             helm_chart_search_paths: vec![DEFAULT_HELM_CHARTS.to_string()],
             templating: true,
             targets_search_paths_set: false,
@@ -875,7 +875,7 @@ pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>)
     let project = doc.field("project");
     let paths = |key: &str, default: &[&str]| match project.and_then(|p| p.field(key)) {
         Some(list) => strings(Some(list)).into_iter().map(|(s, _)| s).collect(),
-        None => default.iter().map(|p| p.to_string()).collect(),
+        None => default.iter().map(ToString::to_string).collect(),
     };
     let aliases = project
         .and_then(|p| p.field("aliases"))
