@@ -69,14 +69,13 @@ pub fn run(
     budget: &AtomicU64,
 ) -> Result<Finished, Stopped> {
     let deadline = Instant::now() + timeout;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(Stopped::Io)?;
-    let group = Group::register(&child);
+    let (mut child, group) = Group::spawn(
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0),
+    )
+    .map_err(Stopped::Io)?;
     let (input, output, errors) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     std::thread::scope(|scope| {
         // Each pipe on its own thread: a child that stops reading stdin while it fills stdout
@@ -176,6 +175,14 @@ fn read_head(mut errors: ChildStderr) -> Stderr {
 /// touch atomics). A slot holds a group id, or 0.
 static GROUPS: [AtomicI32; 256] = [const { AtomicI32::new(0) }; 256];
 
+/// Spawns between `fork` and their registration in [`GROUPS`]: a signal arriving then would
+/// find nothing to kill, and nyl would end with the new child still running. The handler leaves
+/// such a signal to the last spawner ([`SIGNALLED`]) instead.
+static SPAWNING: AtomicI32 = AtomicI32::new(0);
+
+/// The signal that arrived while a spawn was under way, or 0.
+static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+
 /// A running child's process group, listed in [`GROUPS`] while the child is not reaped.
 struct Group {
     id: i32,
@@ -183,6 +190,21 @@ struct Group {
 }
 
 impl Group {
+    /// Spawns `cmd` and lists its group in [`GROUPS`] before any signal can be acted on.
+    fn spawn(cmd: &mut Command) -> io::Result<(Child, Group)> {
+        SPAWNING.fetch_add(1, Ordering::SeqCst);
+        let spawned = cmd.spawn().map(|child| {
+            let group = Group::register(&child);
+            (child, group)
+        });
+        SPAWNING.fetch_sub(1, Ordering::SeqCst);
+        let signal = SIGNALLED.load(Ordering::SeqCst);
+        if signal != 0 {
+            stop_all_and_end_by(signal);
+        }
+        spawned
+    }
+
     fn register(child: &Child) -> Group {
         // `process_group(0)` made the child the leader of a group with its own id.
         let id = i32::try_from(child.id()).unwrap_or(0);
@@ -239,6 +261,17 @@ pub fn stop_children_on_signals() {
 }
 
 extern "C" fn on_signal(signal: libc::c_int) {
+    // Recorded before SPAWNING is read, and a spawner reads it after leaving SPAWNING: whichever
+    // comes second acts, so a child spawned meanwhile is always killed.
+    SIGNALLED.store(signal, Ordering::SeqCst);
+    if SPAWNING.load(Ordering::SeqCst) == 0 {
+        stop_all_and_end_by(signal);
+    }
+}
+
+/// Kills every listed group, then ends nyl by `signal` with its default action. Only
+/// async-signal-safe calls: it runs in the signal handler.
+fn stop_all_and_end_by(signal: libc::c_int) {
     for slot in &GROUPS {
         let id = slot.load(Ordering::SeqCst);
         if id > 0 {
@@ -248,8 +281,8 @@ extern "C" fn on_signal(signal: libc::c_int) {
             }
         }
     }
-    // SAFETY: as above. The signal is blocked while its handler runs, so it is delivered, with
-    // its default action, as the handler returns.
+    // SAFETY: as above. SA_RESETHAND restored the default action; in the handler the signal is
+    // blocked, so it is delivered as the handler returns, elsewhere at once.
     unsafe {
         libc::raise(signal);
     }
