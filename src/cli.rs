@@ -59,6 +59,8 @@ enum Command {
     /// The Argo CD config-management plugin's commands.
     #[command(subcommand)]
     Argocd(ArgocdCommand),
+    /// Print nyl's version and the helm it runs (path and version).
+    Version,
 }
 
 #[derive(Subcommand, Debug)]
@@ -296,6 +298,7 @@ pub fn main() -> ExitCode {
         Command::Schema { kind } => print_schema(&kind),
         Command::Argocd(ArgocdCommand::Generate(engine)) => argocd_generate(&engine),
         Command::Argocd(ArgocdCommand::Parameters) => argocd_parameters(),
+        Command::Version => print_version(),
     }
 }
 
@@ -647,6 +650,22 @@ fn print_schema(name: &str) -> ExitCode {
     let mut text = serde_json::to_string_pretty(&reference::json_schema(kind)).unwrap_or_default();
     text.push('\n');
     write_stdout(&text)
+}
+
+/// Succeeds without a usable helm too: saying which helm nyl would run, or why none, is its job.
+fn print_version() -> ExitCode {
+    let helm = match helm::Helm::find() {
+        None => "not found (set NYL_HELM or put helm on PATH)".to_string(),
+        // Only its version is asked for, so no output budget for renders.
+        Some(_) => match helm::Helm::locate(None, helm::DEFAULT_TIMEOUT, 0) {
+            Ok(helm) => format!("{} ({})", helm.path.display(), helm.version),
+            Err(d) => d.message,
+        },
+    };
+    write_stdout(&format!(
+        "nyl {}\nhelm: {helm}\n",
+        env!("CARGO_PKG_VERSION")
+    ))
 }
 
 /// The project of the plugin's working directory (the app directory), found no higher than the

@@ -106,7 +106,16 @@ impl std::fmt::Display for Failure {
 }
 
 impl Helm {
-    /// `NYL_HELM`, else `helm` on `PATH`, checked to be Helm 3.8 or newer. Running `helm version`
+    /// The helm binary nyl runs, unchecked: `NYL_HELM`, else `helm` in an absolute directory of
+    /// `PATH`.
+    pub fn find() -> Option<PathBuf> {
+        match std::env::var_os("NYL_HELM").filter(|p| !p.is_empty()) {
+            Some(path) => Some(PathBuf::from(path)),
+            None => std::env::var_os("PATH").and_then(|dirs| find_on_path("helm", &dirs)),
+        }
+    }
+
+    /// `NYL_HELM`, else `helm` on `PATH` ([`Helm::find`]), checked to be Helm 3.8 or newer. Running `helm version`
     /// costs as much as a render, so its answer is remembered per binary (path, size and
     /// modification time) in `probes`, when given: a warm render then starts no process at all.
     /// Every Helm process gets `timeout`, the probe included; the `helm template` runs share
@@ -116,18 +125,13 @@ impl Helm {
         timeout: Duration,
         max_output: u64,
     ) -> Result<Helm, Diagnostic> {
-        let path = match std::env::var_os("NYL_HELM").filter(|p| !p.is_empty()) {
-            Some(path) => PathBuf::from(path),
-            None => std::env::var_os("PATH")
-                .and_then(|dirs| find_on_path("helm", &dirs))
-                .ok_or_else(|| {
-                    Diagnostic::new(
-                        Code::HelmNotFound,
-                        "helm was not found in an absolute directory of PATH; install Helm 3.8 \
-                         or newer, or set NYL_HELM to its path",
-                    )
-                })?,
-        };
+        let path = Helm::find().ok_or_else(|| {
+            Diagnostic::new(
+                Code::HelmNotFound,
+                "helm was not found in an absolute directory of PATH; install Helm 3.8 or newer, \
+                 or set NYL_HELM to its path",
+            )
+        })?;
         let meta = fs::metadata(&path).map_err(|e| {
             Diagnostic::new(
                 Code::HelmNotFound,

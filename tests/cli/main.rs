@@ -297,6 +297,23 @@ cases! {
     validate_unknown_target,
     validate_warnings_pass,
     values_explain_helm_rules_differ,
+    version_helm_not_found,
+    version_helm_unusable,
+}
+
+/// `nyl version` names the helm it runs, by path and version: here the one the tests run.
+#[test]
+fn version_names_the_helm() {
+    let (status, stdout, stderr) = nyl(&tempdir("version"), &["version".to_string()], &[]);
+    let helm = helm()
+        .display()
+        .to_string()
+        .replace(&root().display().to_string(), "$ROOT");
+    assert_eq!((status, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        format!("nyl {}\nhelm: {helm} (v4.3.1)\n", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]
