@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::diagnostics::{Class, Code};
+use crate::diagnostics::{Class, Code, Severity};
 use crate::objects::Limits;
 use crate::schema::{expected, Field, FieldDefault, FileKind, Shape, FILE_KINDS};
 
@@ -43,13 +43,15 @@ pub fn markdown() -> String {
     }
     out.push_str(
         "## Diagnostic codes\n\nA code keeps its meaning forever; a retired code is never reused. \
-         Exit status 1 means problems in the input, 2 a usage or internal error.\n\n\
+         Exit status 1 means problems in the input, 2 a usage or internal error; warnings alone \
+         exit 0, except under `nyl validate --strict`, which fails on them with 1.\n\n\
          | Code | Severity | Exit | Meaning |\n|---|---|---|---|\n",
     );
     for code in Code::ALL {
-        let exit = match code.class() {
-            Class::Input => 1,
-            Class::Usage => 2,
+        let exit = match (code.severity(), code.class()) {
+            (Severity::Warning, _) => "0 (1 with `validate --strict`)",
+            (Severity::Error, Class::Input) => "1",
+            (Severity::Error, Class::Usage) => "2",
         };
         let doc = code.doc().split_whitespace().collect::<Vec<_>>().join(" ");
         out.push_str(&format!(
