@@ -22,7 +22,7 @@ use crate::yaml::{self, Head, Limits, Mode};
 /// A release's output, split into documents and scanned: what the render cache stores.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Output {
-    /// Helm's stdout as it printed it (not part of the index: see [`Output::encode`]); shared
+    /// Helm's stdout as it printed it (not part of the index: see [`Output::index`]); shared
     /// by the manifests cut from it, so passing it on copies nothing.
     #[serde(skip)]
     pub raw: Arc<String>,
@@ -75,25 +75,23 @@ impl Output {
         &self.raw[doc.start..doc.end]
     }
 
-    /// What a cache entry holds: the index of the documents as one JSON line, then the raw
-    /// output ([`Output::decode`] reads it back).
-    pub fn encode(&self) -> String {
-        let index = serde_json::to_string(self).unwrap_or_default();
-        format!("{index}\n{}", self.raw.as_str())
+    /// The index of the documents, as a cache entry stores it beside the raw output
+    /// ([`Output::decode`] reads both back).
+    pub fn index(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// The output an [`Output::encode`]d payload holds; `None` when the index does not fit it.
-    pub fn decode(mut payload: String) -> Option<Output> {
-        let newline = payload.find('\n')?;
-        let mut output: Output = serde_json::from_str(&payload[..newline]).ok()?;
-        payload.drain(..=newline);
+    /// The output an [`Output::index`] and its raw output describe; `None` when the index does
+    /// not fit the output.
+    pub fn decode(index: &[u8], raw: String) -> Option<Output> {
+        let mut output: Output = serde_json::from_slice(index).ok()?;
         let fits = |d: &Doc| {
-            d.start <= d.end && payload.is_char_boundary(d.start) && payload.is_char_boundary(d.end)
+            d.start <= d.end && raw.is_char_boundary(d.start) && raw.is_char_boundary(d.end)
         };
         if !output.docs.iter().all(fits) {
             return None;
         }
-        output.raw = Arc::new(payload);
+        output.raw = Arc::new(raw);
         Some(output)
     }
 }
@@ -455,15 +453,15 @@ mod tests {
             "---\n# Source: c/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n\n"
                 .to_string();
         let output = Output::classify(raw.clone());
-        let back = Output::decode(output.encode()).unwrap();
+        let back = Output::decode(output.index().as_bytes(), raw.clone()).unwrap();
         assert_eq!(*back.raw, raw);
         assert_eq!(back.text(&back.docs[0]).as_str(), raw);
         assert_eq!(back.docs[0].head, output.docs[0].head);
         assert!(Output::decode(
-            "{\"docs\":[{\"start\":0,\"end\":99,\"line\":1,\"text\":null,\"head\":null}]}\nshort"
-                .into()
+            br#"{"docs":[{"start":0,"end":99,"line":1,"text":null,"head":null}]}"#,
+            "short".into()
         )
         .is_none());
-        assert!(Output::decode("not json\n".into()).is_none());
+        assert!(Output::decode(b"not json", raw).is_none());
     }
 }

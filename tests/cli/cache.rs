@@ -317,7 +317,6 @@ fn entry_files(cache: &Path) -> Vec<PathBuf> {
 /// Overwrites every entry with a well-formed one (right key, digest and length) whose output
 /// is not what Helm rendered, as someone who can write the cache directory could.
 fn forge(cache: &Path) {
-    use sha2::{Digest, Sha256};
     for entry in entry_files(cache) {
         let key = entry.file_stem().unwrap().to_str().unwrap().to_string();
         let yaml = format!(
@@ -330,14 +329,14 @@ fn forge(cache: &Path) {
             r#"{{"docs":[{{"start":0,"end":{},"line":1,"text":null,"head":null}}]}}"#,
             yaml.len()
         );
-        let body = format!("{index}\n{yaml}");
-        let digest: String = Sha256::digest(&body)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = blake3::hash(format!("{index}{yaml}").as_bytes()).to_hex();
         fs::write(
             &entry,
-            format!("nyl-cache-v3 {key} {digest} {}\n{body}", body.len()),
+            format!(
+                "nyl-cache-v4 {key} {digest} {} {}\n{index}{yaml}",
+                index.len(),
+                yaml.len()
+            ),
         )
         .unwrap();
     }
