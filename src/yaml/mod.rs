@@ -22,10 +22,41 @@ pub fn scalar(s: &str) -> String {
     write::quoted_if_needed(s)
 }
 
+/// The lines of `text`, each with its line break, as `str::split_inclusive('\n')` gives them,
+/// but found with a vectorised search: Helm's output can be megabytes, and the splitter and the
+/// scan each go over every line.
+fn lines_inclusive(text: &str) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
+    std::iter::from_fn(move || {
+        if start >= text.len() {
+            return None;
+        }
+        let end = breaks.next().map_or(text.len(), |i| i + 1);
+        let line = &text[start..end];
+        start = end;
+        Some(line)
+    })
+}
+
 /// The first document of `text`, for unit tests.
 #[cfg(test)]
 pub(crate) fn doc(text: &str) -> crate::value::Node {
     parse_stream(text, crate::provenance::FileId(0), &Limits::default())
         .docs
         .remove(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lines_are_split_as_split_inclusive_splits_them() {
+        for text in ["", "a", "a\n", "a\nb", "\n\nb\n", "é\r\nü\n\n"] {
+            assert_eq!(
+                super::lines_inclusive(text).collect::<Vec<_>>(),
+                text.split_inclusive('\n').collect::<Vec<_>>(),
+                "{text:?}"
+            );
+        }
+    }
 }

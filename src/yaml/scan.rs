@@ -156,7 +156,7 @@ fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
     let mut block: Option<usize> = None;
     let mut started = false;
     let mut spanned = 0;
-    for raw in doc.split_inclusive('\n') {
+    for raw in super::lines_inclusive(doc) {
         let start = offset;
         offset += raw.len();
         if start < spanned {

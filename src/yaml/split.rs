@@ -93,7 +93,7 @@ pub fn split(text: &str) -> Vec<Piece> {
         ..Open::default()
     };
     let mut offset = 0;
-    for (line_no, line) in (1u32..).zip(text.split_inclusive('\n')) {
+    for (line_no, line) in (1u32..).zip(super::lines_inclusive(text)) {
         let end = offset + line.len();
         if line.starts_with("---") && marker(line, "---") {
             if open.content || open.marked {
