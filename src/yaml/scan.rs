@@ -186,7 +186,8 @@ fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
             indent,
         };
         if let Some(b) = block {
-            if line.text.trim().is_empty() || indent > b {
+            // The indentation first: it is cheap, and decides for most content lines.
+            if indent > b || line.text.trim().is_empty() {
                 continue; // block scalar content
             }
             block = None;
