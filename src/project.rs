@@ -760,8 +760,18 @@ fn load_config(
         .at(Loc::new(file, 0))]);
     }
     let text = fs::read_to_string(&path).map_err(|e| vec![read_error(&e, file)])?;
+    parse_config(&text, file, &ceilings)
+}
+
+/// Decodes and checks the text of `nyl.toml` (`file` is its id) under the operator's `ceilings`:
+/// everything of loading it but the reading, so it can be fuzzed without a project on disk.
+pub fn parse_config(
+    text: &str,
+    file: FileId,
+    ceilings: &objects::Limits,
+) -> Result<(Config, Vec<Diagnostic>), Vec<Diagnostic>> {
     let (config, warnings) =
-        objects::config(&toml_to_node(&text, file).map_err(|d| vec![d])?, &ceilings)?;
+        objects::config(&toml_to_node(text, file).map_err(|d| vec![d])?, ceilings)?;
     let mut problems = alias_problems(&config);
     problems.extend(search_path_problems(&config));
     problems.extend(layout_problems(&config));
