@@ -22,17 +22,22 @@ pub fn scalar(s: &str) -> String {
     write::quoted_if_needed(s)
 }
 
-/// The lines of `text`, each with its line break, as `str::split_inclusive('\n')` gives them,
-/// but found with a vectorised search: Helm's output can be megabytes, and the splitter and the
-/// scan each go over every line.
+/// The lines of `text` with their line breaks: `\n`, `\r\n`, or a `\r` alone, as YAML reads them.
+/// `memchr` finds the breaks: splitting and scanning Helm's output is most of a cold render.
 fn lines_inclusive(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
     let mut start = 0;
-    let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
     std::iter::from_fn(move || {
         if start >= text.len() {
             return None;
         }
-        let end = breaks.next().map_or(text.len(), |i| i + 1);
+        let end = match memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
+            Some(i) if bytes[start + i] == b'\r' && bytes.get(start + i + 1) == Some(&b'\n') => {
+                start + i + 2
+            }
+            Some(i) => start + i + 1,
+            None => text.len(),
+        };
         let line = &text[start..end];
         start = end;
         Some(line)
@@ -58,5 +63,13 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_carriage_return_alone_ends_a_line() {
+        assert_eq!(
+            super::lines_inclusive("a\rb\r\nc\r").collect::<Vec<_>>(),
+            ["a\r", "b\r\n", "c\r"]
+        );
     }
 }

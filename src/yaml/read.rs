@@ -829,9 +829,19 @@ fn line_of(line: usize, first_line: u32) -> u32 {
         .saturating_add(first_line.saturating_sub(1))
 }
 
-/// The parser's own error. Its cap on nested flow collections is a complexity limit, not bad
-/// syntax.
-fn scan_error(e: &ScanError, file: FileId, first_line: u32) -> Diagnostic {
+/// The line of the last character of `text`, where what the parser finds at the end of the input
+/// belongs (it puts that on the line after).
+fn last_line(text: &str) -> usize {
+    let b = text.as_bytes();
+    let breaks = (0..b.len())
+        .filter(|&i| b[i] == b'\n' || (b[i] == b'\r' && b.get(i + 1) != Some(&b'\n')))
+        .count();
+    (breaks + usize::from(!text.ends_with(['\n', '\r']))).max(1)
+}
+
+/// The parser's own error (on the text's `last` line at most). Its cap on nested flow
+/// collections is a complexity limit, not bad syntax.
+fn scan_error(e: &ScanError, last: usize, file: FileId, first_line: u32) -> Diagnostic {
     let diag = match e.info() {
         "recursion limit exceeded" => Diagnostic::new(
             Code::RepositoryTooComplex,
@@ -839,7 +849,10 @@ fn scan_error(e: &ScanError, file: FileId, first_line: u32) -> Diagnostic {
         ),
         info => Diagnostic::new(Code::YamlSyntax, info),
     };
-    diag.at(Loc::new(file, line_of(e.marker().line(), first_line)))
+    diag.at(Loc::new(
+        file,
+        line_of(e.marker().line().min(last), first_line),
+    ))
 }
 
 /// Parses every document of a YAML stream, strictly. A syntax error stops the stream and returns
@@ -864,12 +877,19 @@ pub fn parse_stream_from(
     }
     // A failed pass keeps nothing: what it spent is given back before the next.
     let before = limits.spent();
-    let mut text = Cow::Borrowed(text);
+    let last = last_line(text);
+    // Without a final line break the parser reads the last line of a block scalar differently
+    // (it keeps a blank one, or adds a line break clipping would not), so it gets one.
+    let mut text = if text.is_empty() || text.ends_with(['\n', '\r']) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(format!("{text}\n"))
+    };
     // Each retry moves one token right or turns one tab into a space, so this bound is never
     // reached by text that go-yaml reads; it only caps the work on text nobody can read.
     let mut retries = 16 + 8 * text.lines().count();
     loop {
-        match parse_once(&text, file, first_line, limits, mode) {
+        match parse_once(&text, file, (first_line, last), limits, mode) {
             Ok(parsed) => return parsed,
             Err((parsed, error)) => {
                 let relaxed = match (mode, retries) {
@@ -910,7 +930,7 @@ fn starts_flow(text: &str, line_starts: &[usize], at: &saphyr_parser::Marker) ->
 fn parse_once(
     text: &str,
     file: FileId,
-    first_line: u32,
+    (first_line, last): (u32, usize),
     limits: &Limits,
     mode: Mode,
 ) -> Result<Parsed, (Parsed, Option<Failure>)> {
@@ -945,10 +965,10 @@ fn parse_once(
                         _ => {}
                     }
                 }
-                let line = line_of(span.start.line(), first_line);
+                let line = line_of(span.start.line().min(last), first_line);
                 (builder.event(event, line), None)
             }
-            Err(e) => (Err(scan_error(&e, file, first_line)), Some(e)),
+            Err(e) => (Err(scan_error(&e, last, file, first_line)), Some(e)),
         };
         if let Err(diag) = step {
             builder.diags.push(diag);
@@ -1745,6 +1765,48 @@ mod tests {
                 assert!(!syntax || parsed.docs.is_empty(), "{text:?}");
             }
         }
+    }
+
+    /// Found by the `yaml_split` fuzz target (fuzz/regressions/yaml_split): the text read
+    /// differently once printed with a final line break.
+    #[test]
+    fn a_missing_final_line_break_changes_nothing() {
+        for text in [
+            "a: |\n  x ",
+            "--- >\n x\n ",
+            "a: |+\n  x",
+            "a: |+\n ",
+            "a: b",
+        ] {
+            assert_eq!(doc(text), doc(&format!("{text}\n")), "{text:?}");
+        }
+    }
+
+    /// Found by the `yaml_split` fuzz target: the parser puts what it finds at the end of the
+    /// input (an error, an implicit null) on the line after the text.
+    #[test]
+    fn the_end_of_the_input_is_on_its_last_line() {
+        let cases = [
+            (": 2\nima: 2\nimagereplp", 3),
+            ("a: 1\nb", 2),
+            ("a: 1\nb\n", 2),
+            ("a: 1\rb: [", 2),
+            ("a: 1\r\nb: [\r\n", 2),
+            ("a: [", 1),
+        ];
+        for (text, line) in cases {
+            let parsed = parse(text);
+            assert_eq!(codes(&parsed), [Code::YamlSyntax], "{text:?}");
+            assert_eq!(line_of_diag(&parsed, 0), line, "{text:?}");
+        }
+        let parsed = parse(": a: \n?\n?");
+        assert_eq!(codes(&parsed), [Code::DuplicateKey; 2]);
+        assert_eq!((line_of_diag(&parsed, 0), line_of_diag(&parsed, 1)), (3, 3));
+        let parsed = parse("a:\n  b:");
+        let Value::Map(map) = &parsed.docs[0].value else {
+            panic!("{parsed:?}")
+        };
+        assert!(map.values().all(|n| n.prov.loc.line <= 2), "{parsed:?}");
     }
 
     #[test]

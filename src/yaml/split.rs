@@ -3,8 +3,9 @@
 //!
 //! A line that starts with `---` or `...` at column 0 (followed by nothing, a space or a tab) is a
 //! document marker wherever it stands: the YAML spec forbids such lines inside any scalar, so
-//! splitting on them is exact. The rules, chosen so that joining the pieces again gives the stream
-//! back when nothing is removed:
+//! splitting on them is exact. Lines end at `\n`, `\r\n` or a `\r` alone, as YAML reads them.
+//! The rules, chosen so that joining the pieces again gives the stream back when nothing is
+//! removed:
 //!
 //! - A `---` line starts a new piece when the current one holds content (anything but blank
 //!   lines, comments and directives). Before any content, comments stay with the piece the `---`
@@ -15,7 +16,8 @@
 //!   the last document (Helm ends a document `...` with a blank line).
 //! - Content on the marker line (`--- {kind: ConfigMap}`, `--- |`) is content of that piece.
 //! - Directives (`%YAML`, `%TAG`) are not passed on: in a joined stream they would apply to
-//!   whatever document came next.
+//!   whatever document came next. A `%` line is a directive only before its document's `---` and
+//!   content; past them it is content (a plain scalar's next line may start with `%`).
 //! - A piece without a `---` line of its own (a file's first document, a document after `...`)
 //!   is given one, so that every piece starts a document wherever it is placed.
 
@@ -60,10 +62,10 @@ fn marker(line: &str, m: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
 }
 
-/// Whether a line holds document content (not blank, a comment or a directive).
+/// Whether a line holds anything but blanks or a comment.
 fn is_content(line: &str) -> bool {
     let first = line.bytes().find(|b| !matches!(b, b' ' | b'\t'));
-    !matches!(first, None | Some(b'#' | b'\n' | b'\r')) && !line.starts_with('%')
+    !matches!(first, None | Some(b'#' | b'\n' | b'\r'))
 }
 
 /// What follows `---` on a marker line counts as content unless it is blank or a comment.
@@ -114,10 +116,11 @@ pub fn split(text: &str) -> Vec<Piece> {
                 ended: true,
                 ..Open::default()
             };
+        } else if line.starts_with('%') && !open.content && !open.marked {
+            // Only before its `---` is a `%` line a directive; past it, it is content.
+            open.directive = true;
         } else if is_content(line) {
             open.content = true;
-        } else if line.starts_with('%') {
-            open.directive = true;
         }
         offset = end;
     }
@@ -161,19 +164,22 @@ fn output_text(
     directive: bool,
 ) -> Option<String> {
     let source = &stream[start..end];
-    if !marker && !directive && source.ends_with('\n') {
+    if !marker && !directive && source.ends_with(['\n', '\r']) {
         return None;
     }
     let mut piece = String::with_capacity(source.len() + 5);
     if marker {
         piece.push_str("---\n");
     }
-    for line in source.split_inclusive('\n') {
-        if !line.starts_with('%') {
+    // The directives are the `%` lines before the document begins (its `---` or its content).
+    let mut begun = false;
+    for line in super::lines_inclusive(source) {
+        begun |= is_content(line) && !line.starts_with('%');
+        if begun || !line.starts_with('%') {
             piece.push_str(line);
         }
     }
-    if !piece.ends_with('\n') {
+    if !piece.ends_with(['\n', '\r']) {
         piece.push('\n');
     }
     Some(piece)
@@ -328,6 +334,79 @@ mod tests {
         );
         let text = "# Header\n---\ne: 5\n";
         assert_eq!(docs(text), [(3, "# Header\n---\ne: 5\n".to_string())]);
+    }
+
+    /// The findings of the `yaml_split` fuzz target (inputs in fuzz/regressions/yaml_split): each
+    /// document's text is its source as written and reads alone as it reads in the stream.
+    fn exact(text: &str) -> Vec<String> {
+        let (docs, diags) = parse_documents(text, FileId(0), &Limits::default(), Mode::Strict);
+        assert!(diags.is_empty(), "{diags:?}");
+        let whole = super::super::parse_stream(text, FileId(0), &Limits::default());
+        assert!(whole.diagnostics.is_empty(), "{:?}", whole.diagnostics);
+        let value = |n: &Node| n.to_json();
+        assert_eq!(
+            docs.iter().map(|d| value(&d.node)).collect::<Vec<_>>(),
+            whole.docs.iter().map(value).collect::<Vec<_>>(),
+            "{text:?}"
+        );
+        for d in &docs {
+            let alone = super::super::parse_stream(&d.text, FileId(0), &Limits::default());
+            assert!(alone.diagnostics.is_empty(), "{:?}", alone.diagnostics);
+            assert_eq!(alone.docs.len(), 1, "{:?}", d.text);
+            assert_eq!(value(&alone.docs[0]), value(&d.node), "{:?}", d.text);
+        }
+        docs.into_iter().map(|d| d.text).collect()
+    }
+
+    #[test]
+    fn a_scalar_line_starting_with_percent_is_content_not_a_directive() {
+        assert_eq!(exact("a\n%b\n"), ["---\na\n%b\n"]);
+        let text = "%YAML 1.1\n--- |\n%b\n---\na\n%c\n...\n";
+        assert_eq!(exact(text), ["--- |\n%b\n", "---\na\n%c\n...\n"]);
+    }
+
+    #[test]
+    fn a_marker_after_a_marker_with_content_starts_a_document() {
+        assert_eq!(exact("--- a\n--- b\n"), ["--- a\n", "--- b\n"]);
+        assert_eq!(exact("--- --- d\n"), ["--- --- d\n"]);
+        let text = "c>\n d\n-p- d\n--- --- d\n--- --- >\n";
+        assert_eq!(exact(text).concat(), format!("---\n{text}"));
+    }
+
+    #[test]
+    fn a_marker_line_with_content_is_printed_once() {
+        assert_eq!(exact("\n--- >\ned\n...\n"), ["\n--- >\ned\n...\n"]);
+    }
+
+    #[test]
+    fn whitespace_at_the_end_of_block_scalars_is_kept() {
+        let text = "a: |\n  x \n---\nb: |+\n  y\n\n\n---\nc: |\n  z\n\n---\nd: |+\n \n";
+        assert_eq!(exact(text).concat(), format!("---\n{text}"));
+        assert_eq!(exact("e: |\n ex- "), ["---\ne: |\n ex- \n"]);
+        assert_eq!(exact("keep: |+\n "), ["---\nkeep: |+\n \n"]);
+    }
+
+    #[test]
+    fn a_form_feed_is_content() {
+        assert_eq!(exact("a\n\x0c \n"), ["---\na\n\x0c \n"]);
+        assert_eq!(exact("a\n\x0c\x0c6\x0c\n"), ["---\na\n\x0c\x0c6\x0c\n"]);
+    }
+
+    #[test]
+    fn a_carriage_return_alone_breaks_lines() {
+        assert_eq!(
+            exact("a: 1\r---  # c\rb: 2\r\n---\rc: 3"),
+            ["---\na: 1\r", "---  # c\rb: 2\r\n", "---\rc: 3\n"]
+        );
+        assert_eq!(split("\n---  # c\rf")[0].line, 1);
+        assert_eq!(exact("\n---  # c\rf"), ["\n---  # c\rf\n"]);
+    }
+
+    #[test]
+    fn an_indented_comment_stays_between_a_directive_and_its_marker() {
+        let text = "%YAML 1.1\n  # c\n---\nf: 6\n";
+        assert_eq!(exact(text), ["  # c\n---\nf: 6\n"]);
+        assert_eq!(split(text)[0].line, 1);
     }
 
     #[test]
