@@ -14,6 +14,7 @@ mod cache;
 mod coalesce;
 mod diff;
 mod flux;
+mod fuzz_regressions;
 mod golden;
 mod helm_process;
 mod helm_values;
