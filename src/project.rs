@@ -889,7 +889,9 @@ fn toml_to_node(text: &str, file: FileId) -> Result<Node, Diagnostic> {
     let starts: Vec<usize> = std::iter::once(0)
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
-    let line_of = |offset: usize| starts.partition_point(|&s| s <= offset) as u32;
+    // An error at the end of the text is on its last line, not the one after.
+    let last = (starts.len() - usize::from(text.ends_with('\n'))).max(1);
+    let line_of = |offset: usize| starts.partition_point(|&s| s <= offset).min(last) as u32;
     let table = DeTable::parse(text).map_err(|e| {
         let line = e.span().map_or(0, |s| line_of(s.start));
         Diagnostic::new(Code::YamlSyntax, format!("invalid TOML: {}", e.message()))

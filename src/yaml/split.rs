@@ -73,7 +73,7 @@ fn marker_content(line: &str) -> bool {
     is_content(&line[3..])
 }
 
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 struct Open {
     start: usize,
     line: u32,
@@ -94,12 +94,14 @@ pub fn split(text: &str) -> Vec<Piece> {
         line: 1,
         ..Open::default()
     };
+    // The piece recorded last, for what follows its `...` at the end of the stream.
+    let mut last = Open::default();
     let mut offset = 0;
     for (line_no, line) in (1u32..).zip(super::lines_inclusive(text)) {
         let end = offset + line.len();
         if line.starts_with("---") && marker(line, "---") {
             if open.content || open.marked {
-                close(text, &open, offset, &mut out);
+                close(text, &open, offset, &mut out, &mut last);
                 open = Open {
                     start: offset,
                     line: line_no,
@@ -109,7 +111,7 @@ pub fn split(text: &str) -> Vec<Piece> {
             open.marked = true;
             open.content = marker_content(line);
         } else if line.starts_with("...") && marker(line, "...") {
-            close(text, &open, end, &mut out);
+            close(text, &open, end, &mut out, &mut last);
             open = Open {
                 start: end,
                 line: line_no + 1,
@@ -125,26 +127,27 @@ pub fn split(text: &str) -> Vec<Piece> {
         offset = end;
     }
     if open.content {
-        close(text, &open, text.len(), &mut out);
+        close(text, &open, text.len(), &mut out, &mut last);
     } else if open.ended && open.start < text.len() {
         // Blank lines and comments after the last `...` stay with the last document.
-        if let Some(last) = out.last_mut() {
-            last.end = text.len();
-            last.text = output_text(
+        if let Some(piece) = out.last_mut() {
+            piece.end = text.len();
+            piece.text = output_text(
                 text,
-                last.start,
-                last.end,
-                last.text.is_some(),
-                open.directive,
+                piece.start,
+                piece.end,
+                !last.marked,
+                last.directive || open.directive,
             );
         }
     }
     out
 }
 
-/// Records the piece `open` up to `end`, when it holds content.
-fn close(text: &str, open: &Open, end: usize, out: &mut Vec<Piece>) {
+/// Records the piece `open` up to `end`, when it holds content (and then keeps `open` as `last`).
+fn close(text: &str, open: &Open, end: usize, out: &mut Vec<Piece>, last: &mut Open) {
     if open.content {
+        *last = *open;
         out.push(Piece {
             line: open.line,
             start: open.start,
@@ -407,6 +410,16 @@ mod tests {
         let text = "%YAML 1.1\n  # c\n---\nf: 6\n";
         assert_eq!(exact(text), ["  # c\n---\nf: 6\n"]);
         assert_eq!(split(text)[0].line, 1);
+    }
+
+    /// Found by the `yaml_split` fuzz target: the text of a last document with a directive got a
+    /// second `---` when comments after its `...` joined it.
+    #[test]
+    fn what_follows_the_last_end_marker_joins_the_last_document_as_written() {
+        let text = "%YAML 1.1\n---\na: 1\n...\n--- # second\n";
+        assert_eq!(exact(text), ["---\na: 1\n...\n--- # second\n"]);
+        let text = "a: 1\n...\n# c\n";
+        assert_eq!(exact(text), ["---\na: 1\n...\n# c\n"]);
     }
 
     #[test]
