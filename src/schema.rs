@@ -92,6 +92,14 @@ const API_VERSION: Field = required(
     "The API version of the object.",
 );
 const KIND: Field = required("kind", &Shape::String, "The kind of the object.");
+
+/// Nyl's `spec.destination` of a Cluster or DeploymentTarget, read and ignored by nyl.
+const NYL_DESTINATION: Field = field(
+    "destination",
+    &Shape::Any,
+    "Nyl's: where Argo CD deploys. Read and ignored: the Application names its destination \
+     itself.",
+);
 const LABELS: Field = field(
     "labels",
     &STRING_MAP,
@@ -314,12 +322,7 @@ pub const CLUSTER: Shape = Shape::Object(&[
                 ]),
                 "Facts about the cluster handed to Helm.",
             ),
-            field(
-                "destination",
-                &Shape::Any,
-                "Nyl's: where Argo CD deploys. Read and ignored: the Application names its \
-                 destination itself.",
-            ),
+            NYL_DESTINATION,
             field(
                 "argocdRef",
                 &Shape::Any,
@@ -365,12 +368,7 @@ pub const DEPLOYMENT_TARGET: Shape = Shape::Object(&[
                 "Globs, relative to the project root, naming the app files or directories \
                  deployed to this target.",
             ),
-            field(
-                "destination",
-                &Shape::Any,
-                "Nyl's: where Argo CD deploys. Read and ignored: the Application names its \
-                 destination itself.",
-            ),
+            NYL_DESTINATION,
             field(
                 "argocdRef",
                 &Shape::Any,
