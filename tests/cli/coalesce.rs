@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::process::Command;
 
 use nyl_render::coalesce::coalesce;
 use nyl_render::project::Project;
@@ -11,7 +10,7 @@ use nyl_render::provenance::FileId;
 use nyl_render::yaml::{parse_stream, Limits};
 use serde_json::Value;
 
-use super::{helm, root, tempdir};
+use super::{helm_stdout, root, tempdir};
 
 /// `.Values` as each rendered chart's dump shows them, by chart name (aliases included).
 fn helm_values(chart: &str, user_json: &str) -> BTreeMap<String, Value> {
@@ -19,23 +18,16 @@ fn helm_values(chart: &str, user_json: &str) -> BTreeMap<String, Value> {
     let values = tmp.join("values.json");
     fs::write(&values, user_json).unwrap();
     let chart = root().join("tests/fixtures/coalesce/charts").join(chart);
-    let out = Command::new(helm())
-        .args([
+    let text = helm_stdout(
+        &[
             "template",
             "r",
             chart.to_str().unwrap(),
             "-f",
             values.to_str().unwrap(),
-        ])
-        .env("HOME", &tmp)
-        .output()
-        .expect("run helm");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        &tmp,
     );
-    let text = String::from_utf8(out.stdout).unwrap();
     parse_stream(&text, FileId(0), &Limits::default())
         .docs
         .iter()

@@ -463,6 +463,23 @@ pub fn helm() -> PathBuf {
     }
 }
 
+/// What the real helm prints for `args` run in `dir`, with a fresh `HOME`; fails the test when
+/// helm fails.
+pub fn helm_stdout(args: &[&str], dir: &Path) -> String {
+    let out = Command::new(helm())
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", tempdir("helm-home"))
+        .output()
+        .expect("run helm");
+    assert!(
+        out.status.success(),
+        "helm {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// A fresh directory under the system temp dir, unique per call.
 pub fn tempdir(name: &str) -> PathBuf {
     static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

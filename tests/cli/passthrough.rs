@@ -1,25 +1,20 @@
 //! Chart output passed on byte for byte: `nyl render` against `helm template` of the same chart.
 
-use std::process::Command;
-
-use super::{args, helm, nyl, root, tempdir};
+use super::{args, helm_stdout, nyl, root, tempdir};
 
 /// What the real Helm prints for the fixture's Bytes chart, as the invocation renders it.
 fn helm_template() -> String {
-    let repo = root().join("tests/fixtures/passthrough");
-    let out = Command::new(helm())
-        .current_dir(&repo)
-        .args(["template", "bytes", "components/pass/v1/Bytes"])
-        .args(["--namespace", "monitoring", "--include-crds"])
-        .env("HOME", tempdir("helm-home"))
-        .output()
-        .expect("run helm");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    helm_stdout(
+        &[
+            "template",
+            "bytes",
+            "components/pass/v1/Bytes",
+            "--namespace",
+            "monitoring",
+            "--include-crds",
+        ],
+        &root().join("tests/fixtures/passthrough"),
+    )
 }
 
 #[test]
