@@ -23,6 +23,7 @@ WORKDIR /src
 # Only what the binary is built from (no build script; tests, docs and examples are not needed).
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY crates ./crates
 RUN cargo build --release --locked --target x86_64-unknown-linux-musl \
  && cp target/x86_64-unknown-linux-musl/release/nyl /nyl
 

@@ -1,18 +1,20 @@
 //! Layout apps on disk: finding the app directories of the layouts declared in `nyl.toml`, and
-//! turning one into a release with its layered values. The matching rules are [`crate::layouts`].
+//! turning one into a release with its layered values. The matching rules are [`nyl_core::project::layouts`].
 
 use std::path::Path;
 
-use crate::components::{self, Chart};
-use crate::diagnostics::{Code, Diagnostic};
-use crate::layouts::{self, Bindings, Layout};
-use crate::merge::merge;
-use crate::objects::{self, Invocation, NameRule};
-use crate::pipeline::{ChartSpec, Entry, ExplainLayer, Release, Session};
-use crate::provenance::{Layer, Loc, ObjectRef, Prov};
-use crate::report::InvocationValues;
-use crate::value::{Map, Node, Value};
-use crate::yaml::Mode;
+use crate::pipeline::Session;
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::{Layer, Loc, ObjectRef, Prov};
+use nyl_core::data::value::{Map, Node, Value};
+use nyl_core::data::yaml::Mode;
+use nyl_core::expansion::Entry;
+use nyl_core::project::layouts::{self, Bindings, Layout};
+use nyl_core::project::objects::{self, Invocation, NameRule};
+use nyl_core::values::components::{self, Chart};
+use nyl_core::values::merge::merge;
+use nyl_core::values::release::InvocationValues;
+use nyl_core::values::release::{ChartSpec, ExplainLayer, Release};
 
 /// A layout app found on disk.
 #[derive(Clone, Debug)]

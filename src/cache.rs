@@ -44,8 +44,8 @@ use std::time::{Duration, SystemTime};
 use tracing::{debug, info, warn};
 
 use crate::helm::{Failure, Helm, Template};
-use crate::manifest::Output;
-use crate::pipeline::ChartSpec;
+use nyl_core::expansion::manifest::Output;
+use nyl_core::values::release::ChartSpec;
 
 const MAGIC: &str = "nyl-cache-v4";
 /// More than an entry's header line can take.
@@ -675,7 +675,7 @@ fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::RemoteChart;
+    use nyl_core::project::objects::RemoteChart;
     use std::ffi::OsStr;
     use std::os::unix::fs::PermissionsExt;
 

@@ -8,22 +8,24 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::argocd;
 use crate::cache;
-use crate::diagnostics::{self, Diagnostic};
 use crate::diff;
 use crate::helm;
-use crate::manifest::Manifest;
 use crate::pipeline::{self, Request};
 use crate::process;
 use crate::project::{self, Project};
-use crate::provenance::Catalog;
-use crate::reference;
 use crate::render;
-use crate::report;
-use crate::schema;
 use crate::tree;
 use crate::validate;
+use nyl_core::data::diagnostics::{self, Diagnostic};
+use nyl_core::data::provenance::Catalog;
+use nyl_core::expansion::manifest::Manifest;
+use nyl_core::expansion::Entry;
+use nyl_core::outputs::report;
+use nyl_core::project::reference;
+use nyl_core::project::schema;
+use nyl_core::repository::argocd;
+use nyl_core::values::release::ChartSpec;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -348,7 +350,7 @@ fn values(args: ValuesArgs) -> ExitCode {
 }
 
 fn explain(args: ExplainArgs) -> ExitCode {
-    let pointer = match crate::pointer::Pointer::parse(&args.pointer) {
+    let pointer = match nyl_core::data::pointer::Pointer::parse(&args.pointer) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {:?} is not a JSON Pointer: {e}", args.pointer);
@@ -363,11 +365,11 @@ fn explain(args: ExplainArgs) -> ExitCode {
     let mut text = String::new();
     let mut coalesced = false;
     for entry in entries {
-        let pipeline::Entry::Release(release) = entry else {
+        let Entry::Release(release) = entry else {
             continue;
         };
         let chart = match &release.chart {
-            pipeline::ChartSpec::Local(dir) => match session.project.chart_values(dir) {
+            ChartSpec::Local(dir) => match session.project.chart_values(dir) {
                 Ok(chart) => {
                     coalesced = true;
                     chart
@@ -377,10 +379,11 @@ fn explain(args: ExplainArgs) -> ExitCode {
                     continue;
                 }
             },
-            pipeline::ChartSpec::Remote(_) => crate::coalesce::ChartValues::default(),
+            ChartSpec::Remote(_) => nyl_core::values::coalesce::ChartValues::default(),
         };
-        let effective = crate::coalesce::coalesce(release.values.values.clone(), &chart);
-        let steps = crate::explain::steps(&pointer, chart.defaults.as_ref(), &release.layers);
+        let effective = nyl_core::values::coalesce::coalesce(release.values.values.clone(), &chart);
+        let steps =
+            nyl_core::values::explain::steps(&pointer, chart.defaults.as_ref(), &release.layers);
         text.push_str(&report::explain_text(
             &release.values,
             &pointer,

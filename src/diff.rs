@@ -12,13 +12,13 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use crate::diagnostics::{Code, Diagnostic};
 use crate::pipeline::{self, Session};
-use crate::provenance::Catalog;
 use crate::render;
 use crate::tree;
 use crate::validate;
-use crate::value::{Node, Value};
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::Catalog;
+use nyl_core::data::value::{Node, Value};
 
 pub struct Request {
     pub base: String,
@@ -194,7 +194,7 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
             .map(|node| {
                 (
                     resource_id(node),
-                    crate::yaml::to_yaml(&masked(node), &|_| None),
+                    nyl_core::data::yaml::to_yaml(&masked(node), &|_| None),
                 )
             })
             .collect();
@@ -430,17 +430,17 @@ mod tests {
             let text =
                 format!("kind: Secret\nmetadata: {{name: s}}\nstringData: {{password: {v}}}\n");
             masked(
-                &crate::yaml::parse_stream(
+                &nyl_core::data::yaml::parse_stream(
                     &text,
-                    crate::provenance::FileId(0),
-                    &crate::yaml::Limits::default(),
+                    nyl_core::data::provenance::FileId(0),
+                    &nyl_core::data::yaml::Limits::default(),
                 )
                 .docs
                 .remove(0),
             )
         };
         let (a, b) = (secret("hunter2"), secret("hunter3"));
-        let text = crate::yaml::to_yaml(&a, &|_| None);
+        let text = nyl_core::data::yaml::to_yaml(&a, &|_| None);
         assert!(
             !text.contains("hunter2") && text.contains("<masked sha256:"),
             "{text}"

@@ -5,7 +5,7 @@
 //! the render's byte budget, its stderr cut to a few KB, stopped when nyl is.
 //!
 //! Nothing from a repository reaches Helm's command line as a flag: names are checked where they
-//! are read ([`crate::objects::RemoteChart::check`], release and namespace names), flags carry
+//! are read ([`nyl_core::project::objects::RemoteChart::check`], release and namespace names), flags carry
 //! their values as `--flag=value`, and `--` comes before the positional release and chart.
 
 use std::ffi::OsString;
@@ -20,10 +20,11 @@ use sha2::{Digest, Sha256};
 
 use tracing::{debug, warn};
 
-use crate::diagnostics::{Code, Diagnostic};
-use crate::objects::RemoteChart;
-use crate::pipeline::ChartSpec;
 use crate::process::{self, Stopped};
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::project::objects::RemoteChart;
+use nyl_core::values::coalesce::parse_version;
+use nyl_core::values::release::ChartSpec;
 
 /// The oldest Helm nyl supports: `--api-versions` entries, OCI support and `-f -` behave as nyl
 /// expects from 3.8 on.
@@ -361,12 +362,6 @@ fn find_on_path(name: &str, dirs: &std::ffi::OsStr) -> Option<PathBuf> {
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
-}
-
-/// `v3.19.0`, `v4.3.1+gabc` -> (major, minor).
-pub fn parse_version(text: &str) -> Option<(u64, u64)> {
-    let mut parts = text.trim().trim_start_matches('v').split(['.', '+', '-']);
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// Helm's error text without its noise: the `Error: ` prefix, the `--debug` hint, blank lines;

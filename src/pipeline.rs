@@ -7,17 +7,18 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::components::{self, Chart};
-use crate::diagnostics::{Code, Diagnostic};
-use crate::layouts;
-use crate::manifest::Manifest;
-use crate::objects::{self, ChartSource, DocKind, Place, RemoteChart};
 use crate::project::{self, ChartRef, Project};
-use crate::provenance::{Catalog, Layer, Loc};
-use crate::report::InvocationValues;
-use crate::targets::{self, Target};
-use crate::value::Node;
-use crate::yaml::{Document, Mode};
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::{Catalog, Layer, Loc};
+use nyl_core::data::value::Node;
+use nyl_core::data::yaml::{Document, Mode};
+use nyl_core::expansion::manifest::Manifest;
+use nyl_core::expansion::Entry;
+use nyl_core::project::layouts;
+use nyl_core::project::objects::{self, ChartSource, DocKind, Place};
+use nyl_core::values::components::{self, Chart};
+use nyl_core::values::release::{ChartSpec, ExplainLayer, InvocationValues, Release};
+use nyl_core::values::targets::{self, Target};
 
 /// What to evaluate: the inputs every command shares.
 #[derive(Clone, Debug, Default)]
@@ -34,52 +35,6 @@ pub struct Request {
     pub values: Option<String>,
     /// Runtime target values (YAML), over the effective target values, before imports.
     pub target_values: Option<String>,
-}
-
-/// The chart of a release, as Helm is to be given it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ChartSpec {
-    Local(PathBuf),
-    Remote(RemoteChart),
-}
-
-/// A Helm release to render: its values (with provenance and import report) and its chart.
-#[derive(Clone, Debug)]
-pub struct Release {
-    pub values: InvocationValues,
-    pub chart: ChartSpec,
-    pub include_crds: bool,
-    /// The release's target's cluster facts, for Helm's capabilities (flags win over them).
-    pub kube_version: Option<String>,
-    pub api_versions: Vec<String>,
-    /// The layers whose merge `values.values` is, lowest first (for explain).
-    pub layers: Vec<ExplainLayer>,
-}
-
-/// One layer of a release's values, as explain lists it.
-#[derive(Clone, Debug)]
-pub struct ExplainLayer {
-    /// `imports`, `spec`, `layer 2 FILE`, `runtime values`.
-    pub label: String,
-    /// `None` for a layout values file that does not exist (it contributes nothing).
-    pub node: Option<Node>,
-}
-
-impl ExplainLayer {
-    pub fn new(label: impl Into<String>, node: Option<Node>) -> Self {
-        ExplainLayer {
-            label: label.into(),
-            node,
-        }
-    }
-}
-
-/// One entry of an app, in input order.
-#[derive(Clone, Debug)]
-pub enum Entry {
-    Release(Box<Release>),
-    /// A plain Kubernetes manifest, passed on as written.
-    Manifest(Box<Manifest>),
 }
 
 /// The project and target of a run, and everything reported so far.
@@ -191,19 +146,20 @@ impl Session {
     /// nor its Cluster become warnings: one team's typo does not stop another's apps (`nyl
     /// validate` still reports them as errors). Problems of `nyl.toml` stay errors.
     fn demote_unrelated(&mut self, loaded: usize) {
-        let (own, own_objects): (Vec<crate::provenance::FileId>, Vec<String>) = match &self.target {
-            Some(t) => {
-                let dt = self.project.targets.iter().filter(|d| d.name == t.name);
-                let cluster = self.project.clusters.iter().filter(|c| c.name == t.cluster);
-                let files = dt.map(|d| d.loc.file).chain(cluster.map(|c| c.loc.file));
-                let objects = [
-                    format!("DeploymentTarget/{}", t.name),
-                    format!("Cluster/{}", t.cluster),
-                ];
-                (files.collect(), objects.to_vec())
-            }
-            None => (Vec::new(), Vec::new()),
-        };
+        let (own, own_objects): (Vec<nyl_core::data::provenance::FileId>, Vec<String>) =
+            match &self.target {
+                Some(t) => {
+                    let dt = self.project.targets.iter().filter(|d| d.name == t.name);
+                    let cluster = self.project.clusters.iter().filter(|c| c.name == t.cluster);
+                    let files = dt.map(|d| d.loc.file).chain(cluster.map(|c| c.loc.file));
+                    let objects = [
+                        format!("DeploymentTarget/{}", t.name),
+                        format!("Cluster/{}", t.cluster),
+                    ];
+                    (files.collect(), objects.to_vec())
+                }
+                None => (Vec::new(), Vec::new()),
+            };
         let catalog = &self.project.catalog;
         for d in &mut self.diagnostics[..loaded] {
             let Some(loc) = d.loc else { continue };
@@ -213,7 +169,7 @@ impl Session {
                 && !concerns_target
                 && catalog.file(loc.file) != project::CONFIG_FILE
             {
-                d.severity = crate::diagnostics::Severity::Warning;
+                d.severity = nyl_core::data::diagnostics::Severity::Warning;
             }
         }
     }
@@ -224,7 +180,7 @@ impl Session {
         match self.runtime_values.as_ref().filter(|_| self.reading_apps) {
             Some(runtime) => {
                 layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
-                crate::merge::merge(values, runtime.clone())
+                nyl_core::values::merge::merge(values, runtime.clone())
             }
             None => values,
         }
@@ -234,7 +190,7 @@ impl Session {
     pub fn select_target(&self, name: &str) -> Result<Target, Diagnostic> {
         let mut target = targets::select(name, &self.project.clusters, &self.project.targets)?;
         if let Some(runtime) = &self.runtime_target_values {
-            target.values = crate::merge::merge(target.values, runtime.clone());
+            target.values = nyl_core::values::merge::merge(target.values, runtime.clone());
         }
         Ok(target)
     }
@@ -530,7 +486,7 @@ impl Session {
         }
     }
 
-    fn register(&mut self, doc: &Document) -> crate::provenance::ObjectId {
+    fn register(&mut self, doc: &Document) -> nyl_core::data::provenance::ObjectId {
         let node = &doc.node;
         self.project.catalog.add_object(objects::object_ref(node))
     }
@@ -699,7 +655,7 @@ pub fn check_releases<'a>(
 pub fn helm_rules_check() -> Option<Diagnostic> {
     // Only its version is asked for, so no output budget for renders.
     match crate::helm::Helm::locate(None, crate::helm::DEFAULT_TIMEOUT, 0) {
-        Ok(helm) => crate::coalesce::rules_warning(&helm.version),
+        Ok(helm) => nyl_core::values::coalesce::rules_warning(&helm.version),
         Err(d) => {
             tracing::debug!(problem = %d.message, "no helm to compare coalescing rules with");
             None
@@ -739,7 +695,7 @@ pub fn values(req: &Request, with_defaults: bool) -> Outcome {
         };
         let with = match (&release.chart, with_defaults) {
             (ChartSpec::Local(dir), true) => match session.project.chart_values(dir) {
-                Ok(chart) => Some(crate::coalesce::coalesce(
+                Ok(chart) => Some(nyl_core::values::coalesce::coalesce(
                     release.values.values.clone(),
                     &chart,
                 )),

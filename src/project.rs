@@ -8,16 +8,18 @@ use std::path::{Path, PathBuf};
 
 use tracing::debug;
 
-use crate::coalesce::{self, ChartValues, Dependency, Import};
-use crate::components::{self, Contract};
-use crate::diagnostics::{Code, Diagnostic};
-use crate::layouts;
-use crate::objects::{self, Cluster, Config, DeploymentTarget, DocKind, Place, RemoteChart};
-use crate::provenance::{Catalog, FileId, Layer, Loc, ObjectRef, Prov};
-use crate::targets;
-use crate::value::{Node, Value};
 use crate::values_schema;
-use crate::yaml::{self, Document, Limits, Mode};
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::{Catalog, FileId, Layer, Loc, ObjectRef, Prov};
+use nyl_core::data::value::{Node, Value};
+use nyl_core::data::yaml::{self, Document, Limits, Mode};
+use nyl_core::project::layouts;
+use nyl_core::project::objects::{
+    self, Cluster, Config, DeploymentTarget, DocKind, Place, RemoteChart,
+};
+use nyl_core::values::coalesce::{self, ChartValues, Dependency, Import};
+use nyl_core::values::components::{self, Contract};
+use nyl_core::values::targets;
 
 pub const CONFIG_FILE: &str = "nyl.toml";
 pub const CONTRACT_FILE: &str = "nyl-component.yaml";

@@ -9,14 +9,16 @@ use std::time::Duration;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::cache::{self, Cache};
-use crate::diagnostics::{Code, Diagnostic};
 use crate::helm::{Failure, Helm, Template};
-use crate::manifest::{self, Manifest, Output};
-use crate::pipeline::{self, ChartSpec, Entry, Release, Session};
-use crate::provenance::{Catalog, Loc};
-use crate::report::InvocationValues;
-use crate::value::Node;
-use crate::yaml::{self, Limits, Mode};
+use crate::pipeline::{self, Session};
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::{Catalog, Loc};
+use nyl_core::data::value::Node;
+use nyl_core::data::yaml::{self, Limits, Mode};
+use nyl_core::expansion::manifest::{self, Manifest, Output};
+use nyl_core::expansion::Entry;
+use nyl_core::values::release::InvocationValues;
+use nyl_core::values::release::{ChartSpec, Release};
 
 /// How deep chart output may nest invocations.
 pub const MAX_DEPTH: usize = 10;
@@ -92,8 +94,9 @@ pub fn render(req: &Request) -> Outcome {
             let kinds = &tree.session.project.config.cluster_scoped_kinds;
             manifest::place_namespaces(&mut manifests, kinds);
         }
-        let duplicates =
-            crate::objects::duplicate_objects(manifests.iter().map(|m| (&m.head, m.loc())));
+        let duplicates = nyl_core::project::objects::duplicate_objects(
+            manifests.iter().map(|m| (&m.head, m.loc())),
+        );
         tree.session.diagnostics.extend(duplicates);
         let releases: Vec<&InvocationValues> = tree
             .jobs
@@ -112,7 +115,7 @@ pub fn render(req: &Request) -> Outcome {
             Code::RenderTooLarge,
             format!(
                 "the rendered app has {size} bytes, more than {}",
-                crate::objects::Limits::describe("max_render_bytes", max)
+                nyl_core::project::objects::Limits::describe("max_render_bytes", max)
             ),
         ));
     }
@@ -213,7 +216,11 @@ impl Tree<'_> {
             pending.retain(|&i| self.admit(i) && self.schema_ok(i));
             let values: Vec<String> = pending
                 .iter()
-                .map(|&i| crate::yaml::to_helm_json(&self.jobs[i].release.values.values.to_json()))
+                .map(|&i| {
+                    nyl_core::data::yaml::to_helm_json(
+                        &self.jobs[i].release.values.values.to_json(),
+                    )
+                })
                 .collect();
             let templates: Vec<Template<'_>> = pending
                 .iter()
@@ -271,7 +278,7 @@ impl Tree<'_> {
         if self.schemas.checked_any() {
             self.session
                 .diagnostics
-                .extend(crate::coalesce::rules_warning(&helm.version));
+                .extend(nyl_core::values::coalesce::rules_warning(&helm.version));
         }
         ok && !self.session.has_errors_after(skip)
     }

@@ -20,11 +20,11 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::pipeline::{self, Session};
-use crate::provenance::{Catalog, FileId};
 use crate::render;
 use crate::validate;
+use nyl_core::data::diagnostics::{Code, Diagnostic, Severity};
+use nyl_core::data::provenance::{Catalog, FileId};
 
 pub struct Request {
     pub targets: Vec<String>,
@@ -259,7 +259,7 @@ pub(crate) fn target_apps(
         let own = layout
             .target
             .as_ref()
-            .and_then(|t| crate::layouts::substitute(t, &app.bindings).ok());
+            .and_then(|t| nyl_core::project::layouts::substitute(t, &app.bindings).ok());
         if own.as_deref() == Some(name) {
             apps.insert(app.dir.clone());
         }
@@ -270,7 +270,7 @@ pub(crate) fn target_apps(
 /// What a DeploymentTarget's `spec.apps` globs match (files whose directory is matched too left
 /// out), and `apps_glob_unmatched` for each glob that matches nothing.
 pub(crate) fn glob_apps(
-    target: &crate::objects::DeploymentTarget,
+    target: &nyl_core::project::objects::DeploymentTarget,
     scan: &validate::Tree,
 ) -> (BTreeSet<String>, Vec<Diagnostic>) {
     let mut apps: BTreeSet<String> = BTreeSet::new();
@@ -387,7 +387,7 @@ pub const FLUX_SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
 /// `kubectl kustomize`) sees the same; escaping `$` instead would be right for only one of them.
 /// The annotation is added as one text line where the layout allows, so the rest stays byte for
 /// byte; the result is parsed back and compared, and written anew from its value otherwise.
-fn substitution_disabled(text: &str, node: &crate::value::Node) -> String {
+fn substitution_disabled(text: &str, node: &nyl_core::data::value::Node) -> String {
     let mut want = node.to_json();
     let Some(meta) = want.get_mut("metadata").and_then(|m| m.as_object_mut()) else {
         return text.to_string();
@@ -405,26 +405,26 @@ fn substitution_disabled(text: &str, node: &crate::value::Node) -> String {
     let parses_to_want = |text: &str| {
         // Read as the document was (Helm's output, leniently): a warning it had is no reason to
         // write it anew.
-        let mode = crate::yaml::Mode::Lenient;
-        let parsed = crate::yaml::parse_stream_from(
+        let mode = nyl_core::data::yaml::Mode::Lenient;
+        let parsed = nyl_core::data::yaml::parse_stream_from(
             text,
             FileId(0),
             1,
-            &crate::yaml::Limits::default(),
+            &nyl_core::data::yaml::Limits::default(),
             mode,
         );
         !parsed
             .diagnostics
             .iter()
-            .any(crate::diagnostics::Diagnostic::is_error)
+            .any(nyl_core::data::diagnostics::Diagnostic::is_error)
             && parsed.docs.len() == 1
             && parsed.docs[0].to_json() == want
     };
     if let Some(text) = annotated_text(text).filter(|t| parses_to_want(t)) {
         return text;
     }
-    let node = crate::value::Node::from_json(&want, node.prov);
-    crate::yaml::to_yaml(&node, &|_| None)
+    let node = nyl_core::data::value::Node::from_json(&want, node.prov);
+    nyl_core::data::yaml::to_yaml(&node, &|_| None)
 }
 
 /// `text` with the disabling annotation inserted as a line under a block-style top-level
@@ -616,11 +616,15 @@ mod tests {
     use super::*;
 
     fn disabled(text: &str) -> String {
-        let mode = crate::yaml::Mode::Strict;
-        let doc =
-            crate::yaml::parse_documents(text, FileId(0), &crate::yaml::Limits::default(), mode)
-                .0
-                .remove(0);
+        let mode = nyl_core::data::yaml::Mode::Strict;
+        let doc = nyl_core::data::yaml::parse_documents(
+            text,
+            FileId(0),
+            &nyl_core::data::yaml::Limits::default(),
+            mode,
+        )
+        .0
+        .remove(0);
         substitution_disabled(text, &doc.node)
     }
 
@@ -645,8 +649,11 @@ mod tests {
             "kind: ConfigMap\nmetadata:\n  name: a\n  annotations: {x: z}\ndata: {a: $$}\n",
         ] {
             let out = disabled(text);
-            let parsed =
-                crate::yaml::parse_stream(&out, FileId(0), &crate::yaml::Limits::default());
+            let parsed = nyl_core::data::yaml::parse_stream(
+                &out,
+                FileId(0),
+                &nyl_core::data::yaml::Limits::default(),
+            );
             let json = parsed.docs[0].to_json();
             assert_eq!(
                 json["metadata"]["annotations"][FLUX_SUBSTITUTE], "disabled",

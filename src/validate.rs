@@ -8,13 +8,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::diagnostics::{Code, Diagnostic, Issue};
-use crate::objects::{self, DocKind, Place};
 use crate::pipeline::{self, Session};
 use crate::project::{self, Project};
-use crate::provenance::Catalog;
 use crate::render;
-use crate::targets;
+use nyl_core::data::diagnostics::{Code, Diagnostic, Issue};
+use nyl_core::data::provenance::Catalog;
+use nyl_core::expansion::Entry;
+use nyl_core::project::objects::{self, DocKind, Place};
+use nyl_core::values::release::ChartSpec;
+use nyl_core::values::targets;
 
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -224,8 +226,8 @@ fn check_app(
     match started {
         Ok((mut session, entries)) => {
             let releases = entries.iter().filter_map(|e| match e {
-                pipeline::Entry::Release(r) => Some(&r.values),
-                pipeline::Entry::Manifest(_) => None,
+                Entry::Release(r) => Some(&r.values),
+                Entry::Manifest(_) => None,
             });
             let mut problems = Vec::new();
             pipeline::check_releases(releases, &mut problems);
@@ -248,9 +250,9 @@ struct ImportUse {
 type ImportSeen = (bool, bool, String, Option<(String, u32)>);
 
 impl ImportUse {
-    fn record(&mut self, session: &Session, entries: &[pipeline::Entry]) {
+    fn record(&mut self, session: &Session, entries: &[Entry]) {
         for entry in entries {
-            let pipeline::Entry::Release(release) = entry else {
+            let Entry::Release(release) = entry else {
                 continue;
             };
             let v = &release.values;
@@ -260,7 +262,7 @@ impl ImportUse {
             for import in v.imports.iter().filter(|i| !i.required) {
                 let key = (v.chart.clone(), import.name.clone());
                 let where_ = (|| {
-                    let pipeline::ChartSpec::Local(dir) = &release.chart else {
+                    let ChartSpec::Local(dir) = &release.chart else {
                         return None;
                     };
                     let contract = session.project.contract_loaded(dir)?;
@@ -273,8 +275,8 @@ impl ImportUse {
                     .entry(key)
                     .or_insert_with(|| (false, false, import.from.clone(), where_));
                 match import.status {
-                    crate::components::ImportStatus::Applied => seen.0 = true,
-                    crate::components::ImportStatus::Absent => seen.1 = true,
+                    nyl_core::values::components::ImportStatus::Applied => seen.0 = true,
+                    nyl_core::values::components::ImportStatus::Absent => seen.1 = true,
                     _ => {}
                 }
             }
@@ -299,7 +301,7 @@ impl ImportUse {
             .object(format!("component {component}"));
             if let Some((file, line)) = at {
                 let file = catalog.add_file(file.clone());
-                d = d.at(crate::provenance::Loc::new(file, *line));
+                d = d.at(nyl_core::data::provenance::Loc::new(file, *line));
             }
             issues.add(&d, &catalog, None);
         }
@@ -388,7 +390,7 @@ fn check_objects(
     tree: &Tree,
     report: &mut Report,
     issues: &mut Issues,
-) -> Vec<(String, crate::provenance::Loc)> {
+) -> Vec<(String, nyl_core::data::provenance::Loc)> {
     let mut app_files = Vec::new();
     for path in &tree.yaml_files {
         // Nothing of a file is kept past its check, so each has the run's whole budget.
@@ -447,7 +449,7 @@ fn check_objects(
             if is_app {
                 app_files.push((
                     project.display_path(path),
-                    crate::provenance::Loc::new(file, 0),
+                    nyl_core::data::provenance::Loc::new(file, 0),
                 ));
             }
         });

@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::coalesce::coalesce;
-use crate::diagnostics::{Code, Diagnostic};
-use crate::pipeline::{ChartSpec, Release};
-use crate::pointer::Pointer;
 use crate::project::Project;
-use crate::report::describe;
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::pointer::Pointer;
+use nyl_core::outputs::report::describe;
+use nyl_core::values::coalesce::coalesce;
+use nyl_core::values::release::{ChartSpec, Release};
 
 /// Compiled schemas per chart directory, so that a run reads and compiles each one once.
 #[derive(Default)]
@@ -130,7 +130,7 @@ pub fn external_references(schema: &serde_json::Value) -> Vec<(String, String)> 
         for (key, child) in children {
             let mut path = at.clone();
             path.push('/');
-            crate::pointer::escape_into(&key, &mut path);
+            nyl_core::data::pointer::escape_into(&key, &mut path);
             let named = child.as_str().map(str::to_string);
             let refused = match key.as_str() {
                 _ if !value.is_object() => None,

@@ -5,16 +5,16 @@
 
 use std::sync::LazyLock;
 
-use nyl_render::argocd::{settings, Settings, PARAMETERS};
-use nyl_render::diagnostics::{Code, Diagnostic};
-use nyl_render::objects;
-use nyl_render::pointer::{join, Pointer};
-use nyl_render::project::parse_config;
-use nyl_render::provenance::FileId;
-use nyl_render::value::{Node, Value};
-use nyl_render::yaml::{
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::pointer::{join, Pointer};
+use nyl_core::data::provenance::FileId;
+use nyl_core::data::value::{Node, Value};
+use nyl_core::data::yaml::{
     parse_documents, parse_stream, resolve_plain, split, to_yaml, Document, Limits, Mode,
 };
+use nyl_core::project::objects;
+use nyl_core::repository::argocd::{settings, Settings, PARAMETERS};
+use nyl_render::project::parse_config;
 
 pub const FILE: FileId = FileId(0);
 

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::fs;
 
-use nyl_render::coalesce::coalesce;
+use nyl_core::data::provenance::FileId;
+use nyl_core::data::yaml::{parse_stream, Limits};
+use nyl_core::values::coalesce::coalesce;
 use nyl_render::project::Project;
-use nyl_render::provenance::FileId;
-use nyl_render::yaml::{parse_stream, Limits};
 use serde_json::Value;
 
 use super::{helm_stdout, root, tempdir};
@@ -31,7 +31,7 @@ fn helm_values(chart: &str, user_json: &str) -> BTreeMap<String, Value> {
     parse_stream(&text, FileId(0), &Limits::default())
         .docs
         .iter()
-        .map(nyl_render::value::Node::to_json)
+        .map(nyl_core::data::value::Node::to_json)
         .map(|d| {
             let name = d["metadata"]["name"].as_str().unwrap().to_string();
             let values = serde_json::from_str(d["data"]["values"].as_str().unwrap()).unwrap();

@@ -8,8 +8,8 @@
 //! - a bare `$var` is plain text; any other `${...}` form is not needed by these tests and is an
 //!   error here, as a malformed one is an error in Flux.
 
-use nyl_render::provenance::FileId;
-use nyl_render::yaml::{parse_stream, Limits};
+use nyl_core::data::provenance::FileId;
+use nyl_core::data::yaml::{parse_stream, Limits};
 
 const KEY: &str = "kustomize.toolkit.fluxcd.io/substitute";
 

@@ -52,7 +52,7 @@ pub fn assert_same(name: &str, expected: &str, actual: &str) {
 fn reference_page_is_current() {
     let name = "reference_page_is_current";
     let path = root().join("docs/reference.md");
-    let expected = nyl_render::reference::markdown();
+    let expected = nyl_core::project::reference::markdown();
     if blessed(name) {
         fs::write(&path, &expected).expect("write docs/reference.md");
     }

@@ -5,8 +5,8 @@
 use std::fs;
 use std::process::{Command, Stdio};
 
-use nyl_render::provenance::FileId;
-use nyl_render::yaml::{parse_stream, to_helm_json, Limits};
+use nyl_core::data::provenance::FileId;
+use nyl_core::data::yaml::{parse_stream, to_helm_json, Limits};
 use serde_json::{json, Value};
 
 use super::{helm, root, tempdir};

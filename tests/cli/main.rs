@@ -440,7 +440,7 @@ fn every_diagnostic_code_is_exercised_by_a_case() {
         .map(|c| fs::read_to_string(root().join("tests/cases").join(format!("{c}.case"))).unwrap())
         .collect();
     let unreachable_here = ["io_error"];
-    for code in nyl_render::diagnostics::Code::ALL {
+    for code in nyl_core::data::diagnostics::Code::ALL {
         let name = code.name();
         if unreachable_here.contains(&name) {
             continue;
@@ -585,8 +585,8 @@ fn render_is_deterministic() {
 /// plugin.yaml is a ConfigManagementPlugin with what Argo CD requires of one.
 #[test]
 fn plugin_yaml_has_the_fields_argo_cd_requires() {
-    use nyl_render::provenance::FileId;
-    use nyl_render::yaml::{parse_stream, Limits};
+    use nyl_core::data::provenance::FileId;
+    use nyl_core::data::yaml::{parse_stream, Limits};
     let text = fs::read_to_string(root().join("plugin.yaml")).expect("plugin.yaml");
     let parsed = parse_stream(&text, FileId(0), &Limits::default());
     assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
@@ -613,7 +613,7 @@ fn plugin_yaml_has_the_fields_argo_cd_requires() {
     {
         let name = p["name"].as_str().unwrap();
         assert!(
-            nyl_render::argocd::PARAMETERS
+            nyl_core::repository::argocd::PARAMETERS
                 .iter()
                 .any(|(n, _, _)| *n == name),
             "unknown parameter {name}"

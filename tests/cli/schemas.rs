@@ -4,9 +4,9 @@
 use std::fs;
 use std::path::Path;
 
-use nyl_render::objects::{classify, Aliases, DocKind, Place};
-use nyl_render::provenance::FileId;
-use nyl_render::yaml::{parse_stream, Limits};
+use nyl_core::data::provenance::FileId;
+use nyl_core::data::yaml::{parse_stream, Limits};
+use nyl_core::project::objects::{classify, Aliases, DocKind, Place};
 use serde_json::Value;
 
 use super::{args, nyl, root};
@@ -23,7 +23,7 @@ fn yaml_docs(path: &Path) -> Vec<Value> {
     parse_stream(&text, FileId(0), &Limits::default())
         .docs
         .iter()
-        .map(nyl_render::value::Node::to_json)
+        .map(nyl_core::data::value::Node::to_json)
         .collect()
 }
 

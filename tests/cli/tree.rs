@@ -4,8 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use nyl_render::provenance::FileId;
-use nyl_render::yaml::{parse_stream, Limits};
+use nyl_core::data::provenance::FileId;
+use nyl_core::data::yaml::{parse_stream, Limits};
 
 use super::{args, copy_dir, golden, nyl, root, tempdir};
 

@@ -1,6 +1,6 @@
 //! Where a value came from: source files, nyl objects, and the layer a value belongs to.
 //!
-//! Every [`Node`](crate::value::Node) carries a [`Prov`]: a small copyable tag (file, line, layer) that
+//! Every [`Node`](crate::data::value::Node) carries a [`Prov`]: a small copyable tag (file, line, layer) that
 //! points into a [`Catalog`], the side table of file paths and objects (the shape Figment uses, with
 //! per-line positions). The merge keeps these tags on every node, so provenance is a property of the
 //! merged tree and not something reconstructed afterwards.

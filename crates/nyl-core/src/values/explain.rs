@@ -1,9 +1,9 @@
 //! "Where did this value come from?": for one JSON Pointer of one release, every layer that set
 //! it, lowest first, by which rule, and which one won.
 
-use crate::pipeline::ExplainLayer;
-use crate::pointer::Pointer;
-use crate::value::{Node, Value};
+use crate::data::pointer::Pointer;
+use crate::data::value::{Node, Value};
+use crate::values::release::ExplainLayer;
 
 /// How a layer affected the value at the pointer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +111,7 @@ fn blocking_ancestor<'a>(pointer: &Pointer, tree: &'a Node) -> Option<&'a Node> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::doc;
+    use crate::data::yaml::doc;
 
     fn rules(pointer: &str, defaults: &str, layers: &[Option<&str>]) -> Vec<Rule> {
         let defaults = doc(defaults);

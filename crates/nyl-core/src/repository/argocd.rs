@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::diagnostics::{Code, Diagnostic};
-use crate::objects::check_api_version;
+use crate::data::diagnostics::{Code, Diagnostic};
+use crate::project::objects::check_api_version;
 
 /// The parameters nyl understands, with the env suffix each falls back to.
 pub const PARAMETERS: &[(&str, &str, &str)] = &[

@@ -29,9 +29,9 @@
 //! key is merged keeping the nulls on both sides (the subchart's own coalescing deletes them one
 //! level down).
 
-use crate::diagnostics::{Code, Diagnostic};
-use crate::provenance::Prov;
-use crate::value::{Map, Node, Value};
+use crate::data::diagnostics::{Code, Diagnostic};
+use crate::data::provenance::Prov;
+use crate::data::value::{Map, Node, Value};
 
 /// The Helm minor version whose rules this module follows.
 pub const HELM_RULES: (u64, u64) = (4, 3);
@@ -39,7 +39,7 @@ pub const HELM_RULES: (u64, u64) = (4, 3);
 /// `helm_rules_differ` when `version` (as `helm version` prints it) is another minor version.
 pub fn rules_warning(version: &str) -> Option<Diagnostic> {
     let (major, minor) = HELM_RULES;
-    (crate::helm::parse_version(version) != Some(HELM_RULES)).then(|| {
+    (parse_version(version) != Some(HELM_RULES)).then(|| {
         Diagnostic::new(
             Code::HelmRulesDiffer,
             format!(
@@ -369,10 +369,16 @@ fn drop_nulls(map: &mut Map) {
     }
 }
 
+/// `v3.19.0`, `v4.3.1+gabc` -> (major, minor).
+pub fn parse_version(text: &str) -> Option<(u64, u64)> {
+    let mut parts = text.trim().trim_start_matches('v').split(['.', '+', '-']);
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::doc;
+    use crate::data::yaml::doc;
 
     fn chart(defaults: &str) -> ChartValues {
         ChartValues {

@@ -6,7 +6,7 @@
 
 use indexmap::IndexMap;
 
-use crate::provenance::{Layer, Prov};
+use crate::data::provenance::{Layer, Prov};
 
 /// A map that keeps the order keys were written or merged in.
 pub type Map = IndexMap<String, Node>;
@@ -132,7 +132,7 @@ impl Node {
                 Value::Map(map) if !map.is_empty() => {
                     for (k, v) in map {
                         path.push('/');
-                        crate::pointer::escape_into(k, path);
+                        crate::data::pointer::escape_into(k, path);
                         walk(v, path, f);
                         path.truncate(len);
                     }

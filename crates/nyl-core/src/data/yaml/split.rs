@@ -21,9 +21,9 @@
 //! - A piece without a `---` line of its own (a file's first document, a document after `...`)
 //!   is given one, so that every piece starts a document wherever it is placed.
 
-use crate::diagnostics::Diagnostic;
-use crate::provenance::FileId;
-use crate::value::Node;
+use crate::data::diagnostics::Diagnostic;
+use crate::data::provenance::FileId;
+use crate::data::value::Node;
 
 use super::read::{parse_stream_from, Limits, Mode};
 

@@ -1,15 +1,15 @@
 //! nyl's object kinds, typed: what a document is, and the checked objects read from it.
 //!
-//! Every decoder first holds the document to its strict shape ([`crate::schema`]) and reports all
+//! Every decoder first holds the document to its strict shape ([`crate::project::schema`]) and reports all
 //! problems; only a document without problems becomes a typed object.
 
 use indexmap::IndexMap;
 
-use crate::diagnostics::{Code, Diagnostic};
-use crate::layouts::Layout;
-use crate::provenance::{Layer, Loc, ObjectId};
-use crate::schema::{self, Shape};
-use crate::value::{Map, Node, Value};
+use crate::data::diagnostics::{Code, Diagnostic};
+use crate::data::provenance::{Layer, Loc, ObjectId};
+use crate::data::value::{Map, Node, Value};
+use crate::project::layouts::Layout;
+use crate::project::schema::{self, Shape};
 
 pub const TARGETS_API: &str = "k8s.nyl/v1";
 pub const INVOCATION_API: &str = "components.k8s.nyl/v1";
@@ -278,7 +278,7 @@ fn object_display(doc: &Node) -> String {
 
 /// `Kind/name` of a document of a known kind, for diagnostics.
 fn display_as(kind: &str, doc: &Node) -> String {
-    crate::provenance::ObjectRef {
+    crate::data::provenance::ObjectRef {
         kind: kind.to_string(),
         ..object_ref(doc)
     }
@@ -341,7 +341,7 @@ pub fn unknown_api_version(doc: &Node, api: &str) -> Diagnostic {
 /// Two objects with the same group, kind, namespace and name: the GitOps engine would apply one
 /// over the other. Each repeat is reported with where the first one came from.
 pub fn duplicate_objects<'a>(
-    docs: impl Iterator<Item = (&'a crate::yaml::Head, Loc)>,
+    docs: impl Iterator<Item = (&'a crate::data::yaml::Head, Loc)>,
 ) -> Vec<Diagnostic> {
     let mut seen: std::collections::HashMap<(String, String, String, String), Loc> =
         std::collections::HashMap::new();
@@ -393,8 +393,8 @@ pub fn check_shape(doc: &Node, shape: &Shape, object: Option<&str>) -> Result<()
 
 /// How the catalog names a document's object: its `kind` (`?` when absent) and `metadata.name`
 /// (empty when absent).
-pub fn object_ref(doc: &Node) -> crate::provenance::ObjectRef {
-    crate::provenance::ObjectRef {
+pub fn object_ref(doc: &Node) -> crate::data::provenance::ObjectRef {
+    crate::data::provenance::ObjectRef {
         kind: doc
             .field("kind")
             .and_then(Node::as_str)
@@ -425,7 +425,7 @@ fn values(node: Option<&Node>, fallback: Loc, layer: Layer) -> Node {
     let mut values = node.cloned().unwrap_or_else(|| {
         Node::new(
             Value::Map(Map::new()),
-            crate::provenance::Prov::written(fallback),
+            crate::data::provenance::Prov::written(fallback),
         )
     });
     values.set_layer(layer);
@@ -450,7 +450,7 @@ pub struct DeploymentTarget {
     pub cluster_ref: String,
     pub cluster_ref_loc: Loc,
     pub values: Node,
-    pub apps: Vec<(crate::glob::Glob, Loc)>,
+    pub apps: Vec<(crate::project::glob::Glob, Loc)>,
 }
 
 /// A component invocation.
@@ -529,7 +529,7 @@ pub fn deployment_target(
     let mut apps = Vec::new();
     let mut problems = Vec::new();
     for (pattern, loc) in strings(spec.and_then(|s| s.field("apps"))) {
-        match crate::glob::Glob::new(&pattern) {
+        match crate::project::glob::Glob::new(&pattern) {
             Ok(glob) => apps.push((glob, loc)),
             Err(why) => problems.push(
                 Diagnostic::new(
@@ -777,8 +777,8 @@ impl Default for Limits {
             max_file_bytes: 4 << 20,
             max_files: 2000,
             max_total_bytes: 64 << 20,
-            max_nodes: crate::yaml::MAX_NODES as u64,
-            max_value_bytes: crate::yaml::MAX_BYTES as u64,
+            max_nodes: crate::data::yaml::MAX_NODES as u64,
+            max_value_bytes: crate::data::yaml::MAX_BYTES as u64,
             max_render_bytes: 64 << 20,
             helm_timeout_seconds: None,
         }
@@ -1192,8 +1192,8 @@ impl RemoteChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::FileId;
-    use crate::yaml::doc;
+    use crate::data::provenance::FileId;
+    use crate::data::yaml::doc;
 
     #[test]
     fn documents_are_classified_by_api_version_and_kind() {

@@ -1,7 +1,7 @@
 //! Writing the value tree as block-style YAML that reads back (by Helm's go-yaml v2 and by
 //! [`parse_stream`](super::parse_stream)) as the same JSON value.
 
-use crate::value::{Map, Node, Value};
+use crate::data::value::{Map, Node, Value};
 
 use super::read::{resolve_plain, Scalar};
 
@@ -221,8 +221,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::provenance::{FileId, Loc, Prov};
-    use crate::yaml::{parse_stream, Limits};
+    use crate::data::provenance::{FileId, Loc, Prov};
+    use crate::data::yaml::{parse_stream, Limits};
 
     fn node(v: serde_json::Value) -> Node {
         use serde_json::Value as J;

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::provenance::{Catalog, Loc};
+use crate::data::provenance::{Catalog, Loc};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

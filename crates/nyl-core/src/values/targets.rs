@@ -2,14 +2,14 @@
 //!
 //! `--target NAME` picks the DeploymentTarget NAME; when there is none, the Cluster NAME alone is
 //! the target. The effective values are the Cluster's values with the DeploymentTarget's merged
-//! over them (the target wins), by the one merge rule of [`crate::merge`].
+//! over them (the target wins), by the one merge rule of [`crate::values::merge`].
 
 use std::collections::HashMap;
 
-use crate::diagnostics::{Code, Diagnostic};
-use crate::merge::merge;
-use crate::objects::{Cluster, DeploymentTarget};
-use crate::value::Node;
+use crate::data::diagnostics::{Code, Diagnostic};
+use crate::data::value::Node;
+use crate::project::objects::{Cluster, DeploymentTarget};
+use crate::values::merge::merge;
 
 /// The target of a run.
 #[derive(Clone, Debug)]

@@ -46,8 +46,8 @@ fn lines_inclusive(text: &str) -> impl Iterator<Item = &str> {
 
 /// The first document of `text`, for unit tests.
 #[cfg(test)]
-pub(crate) fn doc(text: &str) -> crate::value::Node {
-    parse_stream(text, crate::provenance::FileId(0), &Limits::default())
+pub(crate) fn doc(text: &str) -> crate::data::value::Node {
+    parse_stream(text, crate::data::provenance::FileId(0), &Limits::default())
         .docs
         .remove(0)
 }

@@ -14,7 +14,7 @@
 //! Provenance rides along: every node keeps the tag of the layer that wrote it, and a mapping that
 //! two layers wrote takes the overlay's tag.
 
-use crate::value::{Node, Value};
+use crate::data::value::{Node, Value};
 
 /// Called for every base node that the overlay replaced, with the pointer tokens of the place.
 pub type OnReplace<'a> = &'a mut dyn FnMut(&[String], &Node, &Node);
@@ -60,8 +60,8 @@ fn merge_at(base: Node, overlay: Node, path: &mut Vec<String>, on_replace: OnRep
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::{FileId, Layer, ObjectId};
-    use crate::yaml::{parse_stream, Limits};
+    use crate::data::provenance::{FileId, Layer, ObjectId};
+    use crate::data::yaml::{parse_stream, Limits};
 
     fn doc(text: &str, layer: Layer) -> Node {
         let mut node = parse_stream(text, FileId(0), &Limits::default())
@@ -201,14 +201,14 @@ mod tests {
         /// A tree over a fixed skeleton: `m*` keys always hold mappings, other keys never do, so
         /// no layer turns a mapping into a scalar (where a left fold is all there is).
         fn tree(&mut self, depth: u32) -> Node {
-            let mut map = crate::value::Map::new();
+            let mut map = crate::data::value::Map::new();
             for key in ["ma", "mb", "x", "y", "list"] {
                 if self.next(3) == 0 {
                     continue;
                 }
                 let value = match key {
                     "ma" | "mb" if depth < 3 => self.tree(depth + 1).value,
-                    "ma" | "mb" => Value::Map(crate::value::Map::new()),
+                    "ma" | "mb" => Value::Map(crate::data::value::Map::new()),
                     "list" => Value::Seq(
                         (0..self.next(3))
                             .map(|i| leaf(Value::Number(i.into())))
@@ -230,7 +230,7 @@ mod tests {
     fn leaf(value: Value) -> Node {
         Node::new(
             value,
-            crate::provenance::Prov::written(crate::provenance::Loc::new(FileId(0), 1)),
+            crate::data::provenance::Prov::written(crate::data::provenance::Loc::new(FileId(0), 1)),
         )
     }
 
@@ -246,14 +246,14 @@ mod tests {
             let merged = merge(a.clone(), b.clone());
             b.for_each_leaf(&mut |pointer, node| {
                 if !matches!(node.value, Value::Map(_)) {
-                    let got = crate::pointer::Pointer::parse(pointer)
+                    let got = crate::data::pointer::Pointer::parse(pointer)
                         .ok()
                         .and_then(|p| p.get(&merged).cloned());
                     assert_eq!(got.map(|n| n.to_json()), Some(node.to_json()), "{pointer}");
                 }
             });
             // An empty layer changes nothing.
-            let empty = leaf(Value::Map(crate::value::Map::new()));
+            let empty = leaf(Value::Map(crate::data::value::Map::new()));
             assert_eq!(merge(a.clone(), empty.clone()).to_json(), a.to_json());
             assert_eq!(merge(empty, a.clone()).to_json(), a.to_json());
         }

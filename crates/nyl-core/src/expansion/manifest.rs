@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::diagnostics::Diagnostic;
-use crate::objects::is_nyl_group;
-use crate::provenance::{Loc, Prov};
-use crate::value::{Map, Node, Value};
-use crate::yaml::{self, Head, Limits, Mode};
+use crate::data::diagnostics::Diagnostic;
+use crate::data::provenance::{Loc, Prov};
+use crate::data::value::{Map, Node, Value};
+use crate::data::yaml::{self, Head, Limits, Mode};
+use crate::project::objects::is_nyl_group;
 
 /// A release's output, split into documents and scanned: what the render cache stores.
 #[derive(Debug, Serialize, Deserialize)]
@@ -392,7 +392,7 @@ pub fn place_namespaces(manifests: &mut [Manifest], configured: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::FileId;
+    use crate::data::provenance::FileId;
 
     fn chart_doc(text: &str) -> Manifest {
         let mut m = Manifest::scanned(

@@ -3,7 +3,7 @@
 //! A contract names target values a component understands (`from`, a JSON Pointer into the
 //! effective target values) and where they land in its chart values (`to`). Evaluating an
 //! invocation builds `imports ⊕ spec`: the imported values form the lower layer, the invocation's
-//! spec is merged over them by [`crate::merge`], and chart defaults stay Helm's job.
+//! spec is merged over them by [`crate::values::merge`], and chart defaults stay Helm's job.
 //!
 //! The rules, each checked here and nowhere else:
 //! - imports are opt-in: without a contract an invocation receives only its spec;
@@ -21,14 +21,14 @@ use std::collections::{BTreeSet, HashMap};
 
 use tracing::debug;
 
-use crate::diagnostics::{Code, Diagnostic};
-use crate::merge::merge_with;
-use crate::objects::{self, Invocation, CONTRACT_API};
-use crate::pointer::Pointer;
-use crate::provenance::{Layer, Loc, Prov};
-use crate::schema;
-use crate::targets::Target;
-use crate::value::{Map, Node, Value};
+use crate::data::diagnostics::{Code, Diagnostic};
+use crate::data::pointer::Pointer;
+use crate::data::provenance::{Layer, Loc, Prov};
+use crate::data::value::{Map, Node, Value};
+use crate::project::objects::{self, Invocation, CONTRACT_API};
+use crate::project::schema;
+use crate::values::merge::merge_with;
+use crate::values::targets::Target;
 
 /// A checked component contract.
 #[derive(Clone, Debug, PartialEq)]
@@ -426,7 +426,7 @@ fn check_conflict(inv: &Invocation, import: &ValueImport, out: &mut Vec<Diagnost
             Value::Map(_) => current = child,
             Value::Null => return,
             _ => {
-                let at = crate::pointer::join(&tokens[..=depth]);
+                let at = crate::data::pointer::join(&tokens[..=depth]);
                 out.push(
                     Diagnostic::new(
                         Code::ImportConflict,
@@ -465,9 +465,9 @@ fn collect_imports(node: &Node, out: &mut BTreeSet<u32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects;
-    use crate::provenance::{FileId, ObjectId};
-    use crate::yaml::{parse_stream, Limits};
+    use crate::data::provenance::{FileId, ObjectId};
+    use crate::data::yaml::{parse_stream, Limits};
+    use crate::project::objects;
 
     fn docs(text: &str) -> Vec<Node> {
         let parsed = parse_stream(text, FileId(0), &Limits::default());
@@ -759,7 +759,7 @@ mod tests {
     #[test]
     fn imported_nodes_keep_where_they_were_written() {
         let e = eval(&contract(SEED), &invocation(""), Some(&target(TARGET))).unwrap();
-        let pool = crate::pointer::Pointer::parse("/scheduling/nodeSelector/pool").unwrap();
+        let pool = crate::data::pointer::Pointer::parse("/scheduling/nodeSelector/pool").unwrap();
         let node = pool.get(&e.values).unwrap();
         assert_eq!(
             node.prov.layer,

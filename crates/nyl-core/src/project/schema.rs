@@ -8,8 +8,8 @@
 //! For nyl's own fields an explicit null counts as absent (`spec:` with nothing after it); inside
 //! Helm values (`Shape::Values`) null is data and is kept.
 
-use crate::diagnostics::{Code, Diagnostic};
-use crate::value::{Node, Value};
+use crate::data::diagnostics::{Code, Diagnostic};
+use crate::data::value::{Node, Value};
 
 #[derive(Debug)]
 pub enum Shape {
@@ -683,7 +683,7 @@ impl Checker<'_> {
         &mut self,
         node: &Node,
         fields: &[Field],
-        map: &crate::value::Map,
+        map: &crate::data::value::Map,
         path: &mut String,
     ) {
         for (key, n) in map {
@@ -764,8 +764,8 @@ fn plural(shape: &Shape) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::FileId;
-    use crate::yaml::{parse_stream, Limits};
+    use crate::data::provenance::FileId;
+    use crate::data::yaml::{parse_stream, Limits};
 
     fn problems(text: &str, shape: &Shape) -> Vec<(String, u32, String)> {
         let node = parse_stream(text, FileId(0), &Limits::default())

@@ -4,14 +4,14 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::diagnostics::{Class, Code, Severity};
-use crate::objects::Limits;
-use crate::schema::{expected, Field, FieldDefault, FileKind, Shape, FILE_KINDS};
+use crate::data::diagnostics::{Class, Code, Severity};
+use crate::project::objects::Limits;
+use crate::project::schema::{expected, Field, FieldDefault, FileKind, Shape, FILE_KINDS};
 
 /// `docs/reference.md`.
 pub fn markdown() -> String {
     let mut out = String::from(
-        "# Reference\n\n<!-- Generated from src/schema.rs and src/diagnostics.rs by \
+        "# Reference\n\n<!-- Generated from crates/nyl-core/src/project/schema.rs and crates/nyl-core/src/data/diagnostics.rs by \
          `NYL_BLESS=reference_page_is_current cargo test --test cli reference`; do not edit. -->\n\n\
          Every field of every file kind nyl reads, and every diagnostic code. Unknown fields are \
          `unknown_field`, wrong types `invalid_field`, absent required fields `missing_field`. \
@@ -198,7 +198,7 @@ mod tests {
     #[test]
     fn every_field_and_code_is_in_the_reference() {
         let page = markdown();
-        fn walk(fields: &[crate::schema::Field], prefix: &str, page: &str) {
+        fn walk(fields: &[crate::project::schema::Field], prefix: &str, page: &str) {
             for f in fields {
                 let path = format!("{prefix}{}", f.name);
                 assert!(page.contains(&format!("| `{path}` |")), "{path} missing");

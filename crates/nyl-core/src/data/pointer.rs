@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::value::{Node, Value};
+use crate::data::value::{Node, Value};
 
 /// A parsed, non-empty JSON Pointer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -28,7 +28,7 @@ pub enum PointerError {
     BadEscape(String),
     #[error(
         "a pointer of {0} tokens is deeper than {max}, the nesting limit of YAML documents",
-        max = crate::yaml::MAX_DEPTH
+        max = crate::data::yaml::MAX_DEPTH
     )]
     TooDeep(usize),
 }
@@ -41,7 +41,7 @@ impl Pointer {
         let rest = text.strip_prefix('/').ok_or(PointerError::NoLeadingSlash)?;
         // A value no document can hold (and whose nesting would cost recursion everywhere).
         let depth = rest.split('/').count();
-        if depth > crate::yaml::MAX_DEPTH {
+        if depth > crate::data::yaml::MAX_DEPTH {
             return Err(PointerError::TooDeep(depth));
         }
         let tokens = rest.split('/').map(unescape).collect::<Result<_, _>>()?;
@@ -148,8 +148,8 @@ fn array_index(token: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::{FileId, Loc, Prov};
-    use crate::yaml::doc;
+    use crate::data::provenance::{FileId, Loc, Prov};
+    use crate::data::yaml::doc;
 
     fn p(text: &str) -> Pointer {
         Pointer::parse(text).unwrap()
@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn invalid_pointers_are_rejected() {
         assert_eq!(Pointer::parse(""), Err(PointerError::Empty));
-        let deepest = "/a".repeat(crate::yaml::MAX_DEPTH);
+        let deepest = "/a".repeat(crate::data::yaml::MAX_DEPTH);
         assert_eq!(Pointer::parse(&deepest).unwrap().tokens().len(), 256);
         assert_eq!(
             Pointer::parse(&format!("{deepest}/a")),

@@ -3,25 +3,11 @@
 
 use serde_json::json;
 
-use crate::components::{ImportReport, ImportStatus};
-use crate::provenance::{Catalog, Layer, Loc, Prov};
-use crate::value::Node;
-use crate::yaml;
-
-/// The evaluated values of one invocation.
-#[derive(Clone, Debug)]
-pub struct InvocationValues {
-    /// Where the invocation is written.
-    pub loc: Loc,
-    pub kind: String,
-    /// The resolved chart: a component path, or the remote shortcut.
-    pub chart: String,
-    pub name: String,
-    pub namespace: String,
-    pub target: Option<String>,
-    pub values: Node,
-    pub imports: Vec<ImportReport>,
-}
+use crate::data::provenance::{Catalog, Layer, Prov};
+use crate::data::value::Node;
+use crate::data::yaml;
+use crate::values::components::{ImportReport, ImportStatus};
+use crate::values::release::InvocationValues;
 
 /// Where a leaf came from, in words: `spec apps/db.yaml:9`,
 /// `import backup from Cluster/prod-eu-1 targets/prod-eu-1.yaml:20`.
@@ -180,8 +166,8 @@ fn source_json(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> serde
 /// `nyl explain`: one release's history of one value.
 pub fn explain_text(
     item: &InvocationValues,
-    pointer: &crate::pointer::Pointer,
-    steps: &[crate::explain::Step<'_>],
+    pointer: &crate::data::pointer::Pointer,
+    steps: &[crate::values::explain::Step<'_>],
     effective: Option<&Node>,
     catalog: &Catalog,
 ) -> String {
@@ -193,7 +179,7 @@ pub fn explain_text(
     for step in steps {
         match step.node {
             // A null's value would only repeat the rule: "deleted by null".
-            Some(node) if step.rule == crate::explain::Rule::DeletedByNull => {
+            Some(node) if step.rule == crate::values::explain::Rule::DeletedByNull => {
                 out.push_str(&format!(
                     "  {}: {} ({})\n",
                     step.label,

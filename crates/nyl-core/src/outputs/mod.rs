@@ -1,0 +1,3 @@
+//! What `nyl values` and `nyl explain` print.
+
+pub mod report;

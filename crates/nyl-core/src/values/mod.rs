@@ -1,0 +1,9 @@
+//! From a target and an invocation to a release's values: the target's effective values,
+//! component contracts and imports, the merge rules, Helm's coalescing, and explain's history.
+
+pub mod coalesce;
+pub mod components;
+pub mod explain;
+pub mod merge;
+pub mod release;
+pub mod targets;
