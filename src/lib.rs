@@ -4,27 +4,21 @@
 //! targets, components, coalescing, explain; no filesystem, processes, environment or clock) is the
 //! `nyl-core` crate in `crates/nyl-core`, whose `clippy.toml` forbids effects.
 //!
-//! Shell:
-//! - [`project`]: finding the project root and loading its files, within the limits.
-//! - [`pipeline`]: one run from paths to releases and manifests.
-//! - [`apps`]: layout apps on disk.
-//! - [`helm`]: the real `helm`.
+//! The folders follow the data, after the core's:
+//! - [`project`]: repository -> project: finding the project root and loading its files, within
+//!   the limits.
+//! - [`apps`]: apps and invocations: layout apps on disk, and the [`apps::pipeline`] that reads an
+//!   app's files into releases (with their values) and manifests.
+//! - [`helm`]: the real `helm`, its render cache, and `values.schema.json` checked before it runs.
+//! - [`expansion`]: rendering, level by level and in parallel, fail closed.
+//! - [`outputs`]: render trees, diffs between revisions, the validate report.
+//! - [`commands`]: the command line, one module per command.
 //! - [`process`]: child processes bounded in time and output, stopped with nyl.
-//! - [`cache`]: the content-addressed render cache.
-//! - [`render`]: rendering, level by level and in parallel, fail closed.
-//! - [`values_schema`]: `values.schema.json` checked before Helm runs.
-//! - [`validate`]: `nyl validate`.
-//! - [`cli`]: the command line.
 
 pub mod apps;
-pub mod cache;
-pub mod cli;
-pub mod diff;
+pub mod commands;
+pub mod expansion;
 pub mod helm;
-pub mod pipeline;
+pub mod outputs;
 pub mod process;
 pub mod project;
-pub mod render;
-pub mod tree;
-pub mod validate;
-pub mod values_schema;

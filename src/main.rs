@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    nyl_render::cli::main()
+    nyl_render::commands::main()
 }

@@ -45,7 +45,10 @@ fn render(repo: &Path, cache: &Path, extra: &str) -> Run {
     );
     let env = [
         ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
-        ("RUST_LOG".to_string(), "nyl_render::cache=info".to_string()),
+        (
+            "RUST_LOG".to_string(),
+            "nyl_render::helm::cache=info".to_string(),
+        ),
     ];
     let (status, stdout, stderr) = nyl(repo, &args(&line), &env);
     Run {
@@ -137,7 +140,10 @@ fn another_helm_binary_is_a_miss() {
     fs::copy(super::helm(), &other).unwrap();
     let env = [
         ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
-        ("RUST_LOG".to_string(), "nyl_render::cache=info".to_string()),
+        (
+            "RUST_LOG".to_string(),
+            "nyl_render::helm::cache=info".to_string(),
+        ),
         ("NYL_HELM".to_string(), other.display().to_string()),
     ];
     let (status, _, stderr) = nyl(
@@ -513,7 +519,7 @@ fn eviction_examines_a_bounded_number_of_entries() {
         ("NYL_CACHE_MAX_BYTES".to_string(), "20000".to_string()),
         (
             "RUST_LOG".to_string(),
-            "nyl_render::cache=debug".to_string(),
+            "nyl_render::helm::cache=debug".to_string(),
         ),
     ];
     let mut removed = 0;

@@ -627,7 +627,7 @@ pub enum ChartSource {
     Path(String),
     /// `spec.chart.name` alone, as Nyl writes a local chart: a name with a `/` is a path from the
     /// project root, any other a directory in `helm_chart_search_paths` (see
-    /// [`crate::project::Project::resolve_chart_name`]).
+    /// `Project::resolve_chart_name` in nyl-render).
     Named(String),
     Remote(RemoteChart),
 }

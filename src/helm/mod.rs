@@ -8,6 +8,9 @@
 //! are read ([`nyl_core::project::objects::RemoteChart::check`], release and namespace names), flags carry
 //! their values as `--flag=value`, and `--` comes before the positional release and chart.
 
+pub mod cache;
+pub mod values_schema;
+
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -330,7 +333,7 @@ fn probe_version(path: &Path, timeout: Duration) -> Result<String, Diagnostic> {
 fn remember(probe: &Path, version: &str) {
     let Some(dir) = probe.parent() else { return };
     let tmp = dir.join(format!(".tmp-{}", std::process::id()));
-    let stored = crate::cache::create_private_dir(dir)
+    let stored = crate::helm::cache::create_private_dir(dir)
         .and_then(|()| fs::write(&tmp, version))
         .and_then(|()| fs::rename(&tmp, probe));
     if stored.is_err() {

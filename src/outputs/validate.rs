@@ -8,9 +8,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::{self, Session};
+use crate::apps::pipeline::{self, Session};
+use crate::expansion::render;
 use crate::project::{self, Project};
-use crate::render;
 use nyl_core::data::diagnostics::{Code, Diagnostic, Issue};
 use nyl_core::data::provenance::Catalog;
 use nyl_core::expansion::Entry;
@@ -147,7 +147,7 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
             issues.add(&d, &project.catalog, Some(&target.name));
             continue;
         }
-        let (matched, unmatched) = crate::tree::glob_apps(target, &tree);
+        let (matched, unmatched) = crate::outputs::tree::glob_apps(target, &tree);
         issues.extend(&unmatched, &project.catalog, Some(&target.name));
         for app in &matched {
             apps += 1;

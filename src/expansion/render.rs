@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::cache::{self, Cache};
+use crate::apps::pipeline::{self, Session};
+use crate::helm::cache::{self, Cache};
 use crate::helm::{Failure, Helm, Template};
-use crate::pipeline::{self, Session};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::{Catalog, Loc};
 use nyl_core::data::value::Node;
@@ -86,7 +86,7 @@ pub fn render(req: &Request) -> Outcome {
         let mut tree = Tree {
             session: &mut session,
             jobs: Vec::new(),
-            schemas: crate::values_schema::Schemas::default(),
+            schemas: crate::helm::values_schema::Schemas::default(),
         };
         let top = tree.nodes(entries, &[], None);
         if tree.run(req, skip) {
@@ -158,7 +158,7 @@ struct Job {
 struct Tree<'a> {
     session: &'a mut Session,
     jobs: Vec<Job>,
-    schemas: crate::values_schema::Schemas,
+    schemas: crate::helm::values_schema::Schemas,
 }
 
 impl Tree<'_> {
@@ -330,7 +330,7 @@ impl Tree<'_> {
         }
         // A chart whose values.yaml failed is reported once (an empty `Err` after that) and
         // never goes to Helm.
-        match crate::values_schema::check(
+        match crate::helm::values_schema::check(
             &mut self.session.project,
             &mut self.schemas,
             &self.jobs[i].release,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use tracing::debug;
 
-use crate::values_schema;
+use crate::helm::values_schema;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::{Catalog, FileId, Layer, Loc, ObjectRef, Prov};
 use nyl_core::data::value::{Node, Value};

@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::cache;
-use crate::diff;
+use crate::apps::pipeline::{self, Request};
+use crate::expansion::render;
 use crate::helm;
-use crate::pipeline::{self, Request};
+use crate::helm::cache;
+use crate::outputs::diff;
+use crate::outputs::tree;
+use crate::outputs::validate;
 use crate::process;
 use crate::project::{self, Project};
-use crate::render;
-use crate::tree;
-use crate::validate;
 use nyl_core::data::diagnostics::{self, Diagnostic};
 use nyl_core::data::provenance::Catalog;
 use nyl_core::expansion::manifest::Manifest;

@@ -1,9 +1,11 @@
 //! Layout apps on disk: finding the app directories of the layouts declared in `nyl.toml`, and
 //! turning one into a release with its layered values. The matching rules are [`nyl_core::project::layouts`].
 
+pub mod pipeline;
+
 use std::path::Path;
 
-use crate::pipeline::Session;
+use crate::apps::pipeline::Session;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::{Layer, Loc, ObjectRef, Prov};
 use nyl_core::data::value::{Map, Node, Value};

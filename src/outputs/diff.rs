@@ -12,10 +12,10 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use crate::pipeline::{self, Session};
-use crate::render;
-use crate::tree;
-use crate::validate;
+use crate::apps::pipeline::{self, Session};
+use crate::expansion::render;
+use crate::outputs::tree;
+use crate::outputs::validate;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::Catalog;
 use nyl_core::data::value::{Node, Value};

@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::pipeline::{self, Session};
-use crate::render;
-use crate::validate;
+use crate::apps::pipeline::{self, Session};
+use crate::expansion::render;
+use crate::outputs::validate;
 use nyl_core::data::diagnostics::{Code, Diagnostic, Severity};
 use nyl_core::data::provenance::{Catalog, FileId};
 
