@@ -2,6 +2,7 @@
 //! turning one into a release with its layered values. The matching rules are [`nyl_core::project::layouts`].
 
 pub mod pipeline;
+pub mod target_apps;
 
 use std::path::Path;
 

@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -43,7 +43,7 @@ use std::time::{Duration, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use crate::helm::{Failure, Helm, Template};
+use crate::helm::{create_private_dir, Failure, Helm, Template};
 use nyl_core::expansion::manifest::Output;
 use nyl_core::values::release::ChartSpec;
 
@@ -113,14 +113,6 @@ pub fn default_dir() -> Option<PathBuf> {
     var("NYL_CACHE_DIR")
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("nyl")))
         .or_else(|| var("HOME").map(|d| d.join(".cache/nyl")))
-}
-
-/// Creates a directory (and missing parents) that only the user can enter.
-pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }
 
 /// The cache directory, created if missing, when it can be trusted; `None` (after one warning

@@ -13,6 +13,7 @@ pub mod values_schema;
 
 use std::ffi::OsString;
 use std::fs;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicU64;
@@ -329,11 +330,33 @@ fn probe_version(path: &Path, timeout: Duration) -> Result<String, Diagnostic> {
     }
 }
 
+/// `helm_rules_differ` when the helm that renders (`NYL_HELM`, else on `PATH`) is another minor
+/// version than the one nyl coalesces values by; nothing without a helm, which explaining values
+/// does not need.
+pub fn rules_check() -> Option<Diagnostic> {
+    // Only its version is asked for, so no output budget for renders.
+    match Helm::locate(None, DEFAULT_TIMEOUT, 0) {
+        Ok(helm) => nyl_core::values::coalesce::rules_warning(&helm.version),
+        Err(d) => {
+            tracing::debug!(problem = %d.message, "no helm to compare coalescing rules with");
+            None
+        }
+    }
+}
+
+/// Creates a directory (and missing parents) that only the user can enter.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// Stores a probe's answer; a probe that cannot be stored is simply run again next time.
 fn remember(probe: &Path, version: &str) {
     let Some(dir) = probe.parent() else { return };
     let tmp = dir.join(format!(".tmp-{}", std::process::id()));
-    let stored = crate::helm::cache::create_private_dir(dir)
+    let stored = create_private_dir(dir)
         .and_then(|()| fs::write(&tmp, version))
         .and_then(|()| fs::rename(&tmp, probe));
     if stored.is_err() {

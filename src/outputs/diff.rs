@@ -15,7 +15,6 @@ use sha2::{Digest, Sha256};
 use crate::apps::pipeline::{self, Session};
 use crate::expansion::render;
 use crate::outputs::tree;
-use crate::outputs::validate;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::Catalog;
 use nyl_core::data::value::{Node, Value};
@@ -143,8 +142,8 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
     }
     let apps: Vec<String> = match (&req.target, req.apps.is_empty()) {
         (Some(target), true) => {
-            let scan = validate::Tree::scan(&session.project, &session.project.root);
-            tree::target_apps(&session, &scan, &session.layout_apps(), target)
+            let scan = crate::project::scan::Tree::scan(&session.project, &session.project.root);
+            crate::apps::target_apps::target_apps(&session, &scan, &session.layout_apps(), target)
                 .apps
                 .into_iter()
                 .collect()

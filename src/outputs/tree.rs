@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::apps::pipeline::{self, Session};
+use crate::apps::target_apps::target_apps;
 use crate::expansion::render;
-use crate::outputs::validate;
+use crate::project::scan;
 use nyl_core::data::diagnostics::{Code, Diagnostic, Severity};
 use nyl_core::data::provenance::{Catalog, FileId};
 
@@ -87,7 +88,7 @@ pub fn run(req: &Request) -> Outcome {
         },
         ..d
     };
-    let scan = validate::Tree::scan(&session.project, &session.project.root);
+    let scan = scan::Tree::scan(&session.project, &session.project.root);
     let layout_apps = session.layout_apps();
     let mut planned: Vec<(String, Vec<String>)> = Vec::new();
     if req.all_targets {
@@ -229,80 +230,6 @@ pub fn run(req: &Request) -> Outcome {
     }
     sync(&req.output, files, req.check, &mut outcome);
     outcome
-}
-
-/// The apps a target deploys, and its `spec.apps` globs that match nothing.
-pub(crate) struct TargetApps {
-    pub apps: BTreeSet<String>,
-    /// `apps_glob_unmatched` for each glob that matched nothing.
-    pub unmatched: Vec<Diagnostic>,
-}
-
-/// The apps the target `name` deploys: what the `spec.apps` globs of the DeploymentTarget of that
-/// name match, and the layout apps whose layout names it (a DeploymentTarget or a Cluster) as
-/// their target.
-pub(crate) fn target_apps(
-    session: &Session,
-    scan: &validate::Tree,
-    layout_apps: &[crate::apps::LayoutApp],
-    name: &str,
-) -> TargetApps {
-    let mut apps: BTreeSet<String> = BTreeSet::new();
-    let mut unmatched = Vec::new();
-    for target in session.project.targets.iter().filter(|t| t.name == name) {
-        let (matched, problems) = glob_apps(target, scan);
-        apps.extend(matched);
-        unmatched.extend(problems);
-    }
-    for app in layout_apps {
-        let layout = &session.project.config.layouts[app.layout].0;
-        let own = layout
-            .target
-            .as_ref()
-            .and_then(|t| nyl_core::project::layouts::substitute(t, &app.bindings).ok());
-        if own.as_deref() == Some(name) {
-            apps.insert(app.dir.clone());
-        }
-    }
-    TargetApps { apps, unmatched }
-}
-
-/// What a DeploymentTarget's `spec.apps` globs match (files whose directory is matched too left
-/// out), and `apps_glob_unmatched` for each glob that matches nothing.
-pub(crate) fn glob_apps(
-    target: &nyl_core::project::objects::DeploymentTarget,
-    scan: &validate::Tree,
-) -> (BTreeSet<String>, Vec<Diagnostic>) {
-    let mut apps: BTreeSet<String> = BTreeSet::new();
-    let mut unmatched = Vec::new();
-    for (glob, loc) in &target.apps {
-        let hits: Vec<&String> = scan.paths.iter().filter(|p| glob.matches(p)).collect();
-        if hits.is_empty() {
-            unmatched.push(
-                Diagnostic::new(
-                    Code::AppsGlobUnmatched,
-                    format!(
-                        "spec.apps glob {:?} matches no file or directory",
-                        glob.pattern
-                    ),
-                )
-                .at(*loc)
-                .object(format!("DeploymentTarget/{}", target.name)),
-            );
-        }
-        apps.extend(hits.into_iter().cloned());
-    }
-    (without_covered_files(&apps), unmatched)
-}
-
-/// Drops matched files whose directory is matched too: a directory app already renders its own
-/// YAML files.
-fn without_covered_files(apps: &BTreeSet<String>) -> BTreeSet<String> {
-    let covered = |app: &String| {
-        app.rsplit_once('/')
-            .is_some_and(|(dir, _)| apps.contains(dir))
-    };
-    apps.iter().filter(|a| !covered(a)).cloned().collect()
 }
 
 /// One app rendered for one target; `engine.allow_empty` decides whether it may be empty.

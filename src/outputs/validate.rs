@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::apps::pipeline::{self, Session};
 use crate::expansion::render;
+use crate::project::scan::Tree;
 use crate::project::{self, Project};
 use nyl_core::data::diagnostics::{Code, Diagnostic, Issue};
 use nyl_core::data::provenance::Catalog;
@@ -147,7 +148,7 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
             issues.add(&d, &project.catalog, Some(&target.name));
             continue;
         }
-        let (matched, unmatched) = crate::outputs::tree::glob_apps(target, &tree);
+        let (matched, unmatched) = crate::apps::target_apps::glob_apps(target, &tree);
         issues.extend(&unmatched, &project.catalog, Some(&target.name));
         for app in &matched {
             apps += 1;
@@ -305,68 +306,6 @@ impl ImportUse {
             }
             issues.add(&d, &catalog, None);
         }
-    }
-}
-
-/// The files and directories below the validated directory.
-pub(crate) struct Tree {
-    /// Every file and directory, relative to the project root with `/`, charts and hidden
-    /// directories left out: what `spec.apps` globs match against.
-    pub(crate) paths: Vec<String>,
-    /// YAML files outside charts and the targets search paths (which the project loads itself).
-    yaml_files: Vec<PathBuf>,
-    /// Directories holding `Chart.yaml`.
-    charts: Vec<PathBuf>,
-}
-
-impl Tree {
-    pub(crate) fn scan(project: &Project, dir: &Path) -> Tree {
-        let root = &project.root;
-        let target_dirs: Vec<PathBuf> = project
-            .config
-            .targets_search_paths
-            .iter()
-            .map(|p| root.join(p))
-            .collect();
-        let mut tree = Tree {
-            paths: Vec::new(),
-            yaml_files: Vec::new(),
-            charts: Vec::new(),
-        };
-        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let mut walk = walkdir::WalkDir::new(&dir).sort_by_file_name().into_iter();
-        while let Some(entry) = walk.next() {
-            let Ok(entry) = entry else { continue };
-            let path = entry.path();
-            if entry.depth() > 0 && project::is_hidden(path) {
-                if entry.file_type().is_dir() {
-                    walk.skip_current_dir();
-                }
-                continue;
-            }
-            if entry.file_type().is_dir() {
-                if path.join("Chart.yaml").is_file() {
-                    tree.charts.push(path.to_path_buf());
-                    walk.skip_current_dir();
-                    continue;
-                }
-            } else if entry.file_type().is_symlink() {
-                if project::is_yaml(path) || path.is_dir() {
-                    // read_documents refuses it with not_regular_file.
-                    tree.yaml_files.push(path.to_path_buf());
-                }
-                continue;
-            } else if project::is_yaml(path) && !target_dirs.iter().any(|t| path.starts_with(t)) {
-                tree.yaml_files.push(path.to_path_buf());
-            }
-            if let Ok(rel) = path.strip_prefix(root) {
-                let rel = rel.to_string_lossy().replace('\\', "/");
-                if !rel.is_empty() {
-                    tree.paths.push(rel);
-                }
-            }
-        }
-        tree
     }
 }
 

@@ -2,13 +2,15 @@
 //! component directories. This is the shell's file I/O; everything it reads goes to the core as
 //! data.
 
+pub mod scan;
+pub mod schema_files;
+
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use tracing::debug;
 
-use crate::helm::values_schema;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::{Catalog, FileId, Layer, Loc, ObjectRef, Prov};
 use nyl_core::data::value::{Node, Value};
@@ -167,10 +169,10 @@ impl Project {
                     .at(Loc::new(file, 0)),
                 );
             } else if entry.file_type().is_file()
-                && (values_schema::is_schema(path) || values_schema::is_package(path))
+                && (schema_files::is_schema(path) || schema_files::is_package(path))
             {
                 let max = self.config.limits.max_total_bytes;
-                for (file, message) in values_schema::schema_file_problems(path, &shown, max) {
+                for (file, message) in schema_files::schema_file_problems(path, &shown, max) {
                     let file = self.catalog.add_file(file);
                     problems.push(
                         Diagnostic::new(Code::ExternalSchemaReference, message)

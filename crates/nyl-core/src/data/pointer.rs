@@ -110,6 +110,33 @@ pub fn escape_into(key: &str, out: &mut String) {
     }
 }
 
+/// Visits every leaf (scalar, null, empty map or empty sequence) with its JSON Pointer.
+pub fn for_each_leaf(node: &Node, f: &mut dyn FnMut(&str, &Node)) {
+    fn walk(node: &Node, path: &mut String, f: &mut dyn FnMut(&str, &Node)) {
+        let len = path.len();
+        match &node.value {
+            Value::Map(map) if !map.is_empty() => {
+                for (k, v) in map {
+                    path.push('/');
+                    escape_into(k, path);
+                    walk(v, path, f);
+                    path.truncate(len);
+                }
+            }
+            Value::Seq(items) if !items.is_empty() => {
+                for (i, v) in items.iter().enumerate() {
+                    path.push('/');
+                    path.push_str(&i.to_string());
+                    walk(v, path, f);
+                    path.truncate(len);
+                }
+            }
+            _ => f(path, node),
+        }
+    }
+    walk(node, &mut String::new(), f);
+}
+
 /// Builds the pointer text for a list of decoded tokens.
 pub fn join(tokens: &[String]) -> String {
     let mut out = String::new();

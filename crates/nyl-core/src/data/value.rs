@@ -123,33 +123,6 @@ impl Node {
         };
         Node::new(value, prov)
     }
-
-    /// Visits every leaf (scalar, null, empty map or empty sequence) with its JSON Pointer.
-    pub fn for_each_leaf(&self, f: &mut dyn FnMut(&str, &Node)) {
-        fn walk(node: &Node, path: &mut String, f: &mut dyn FnMut(&str, &Node)) {
-            let len = path.len();
-            match &node.value {
-                Value::Map(map) if !map.is_empty() => {
-                    for (k, v) in map {
-                        path.push('/');
-                        crate::data::pointer::escape_into(k, path);
-                        walk(v, path, f);
-                        path.truncate(len);
-                    }
-                }
-                Value::Seq(items) if !items.is_empty() => {
-                    for (i, v) in items.iter().enumerate() {
-                        path.push('/');
-                        path.push_str(&i.to_string());
-                        walk(v, path, f);
-                        path.truncate(len);
-                    }
-                }
-                _ => f(path, node),
-            }
-        }
-        walk(self, &mut String::new(), f);
-    }
 }
 
 impl Value {

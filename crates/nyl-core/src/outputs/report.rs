@@ -122,7 +122,7 @@ pub fn to_json(
                     obj["effective"] = shown.to_json();
                 }
                 let mut sources = serde_json::Map::new();
-                shown.for_each_leaf(&mut |pointer, node| {
+                crate::data::pointer::for_each_leaf(shown, &mut |pointer, node| {
                     sources.insert(
                         pointer.to_string(),
                         source_json(node.prov, &item.imports, catalog),

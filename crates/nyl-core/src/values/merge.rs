@@ -244,7 +244,7 @@ mod tests {
             assert_eq!(left.to_json(), right.to_json());
             // Every leaf of the overlay (nulls and whole lists included) is in the result as written.
             let merged = merge(a.clone(), b.clone());
-            b.for_each_leaf(&mut |pointer, node| {
+            crate::data::pointer::for_each_leaf(&b, &mut |pointer, node| {
                 if !matches!(node.value, Value::Map(_)) {
                     let got = crate::data::pointer::Pointer::parse(pointer)
                         .ok()

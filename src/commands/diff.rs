@@ -1,0 +1,84 @@
+//! `nyl diff`: what a change does to the rendered manifests, per resource, between revisions.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+
+use crate::apps::pipeline::Request;
+use crate::expansion::render;
+use crate::outputs::diff;
+use nyl_core::data::diagnostics;
+
+use super::{default_namespace, engine_request, write_stdout, EngineArgs};
+
+#[derive(clap::Args, Debug)]
+pub(super) struct DiffArgs {
+    /// The base revision.
+    #[arg(long)]
+    base: String,
+    /// The head revision [default: the working tree].
+    #[arg(long)]
+    head: Option<String>,
+    /// Render every app of this DeploymentTarget (or, with APPs, those apps for it).
+    #[arg(long)]
+    target: Option<String>,
+    /// Exit 1 when anything differs, 2 when the comparison could not be made (as diff(1)).
+    #[arg(long)]
+    exit_code: bool,
+    /// Output format.
+    #[arg(long = "output", short = 'o', value_enum, default_value_t = DiffFormat::Text)]
+    output: DiffFormat,
+    /// Apps, relative to the project root.
+    apps: Vec<String>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum DiffFormat {
+    Text,
+    /// For a pull-request comment.
+    Markdown,
+}
+
+pub(super) fn diff(args: DiffArgs) -> ExitCode {
+    if args.target.is_none() && args.apps.is_empty() {
+        eprintln!("error: name a --target, or the apps to compare");
+        return ExitCode::from(2);
+    }
+    let request = diff::Request {
+        base: args.base,
+        head: args.head,
+        target: args.target,
+        apps: args.apps,
+        engine: render::Request {
+            inputs: Request {
+                default_namespace: default_namespace(None),
+                ..Request::default()
+            },
+            ..engine_request(&args.engine)
+        },
+    };
+    let diffs = match diff::run(&request, Path::new(".")) {
+        Ok(diffs) => diffs,
+        Err(problems) => {
+            let mut status = 0;
+            for (d, catalog) in &problems {
+                eprintln!("{}", d.render(catalog));
+                status = status.max(diagnostics::exit_status(std::slice::from_ref(d)));
+            }
+            // With --exit-code, 1 means "differs": a comparison that could not be made is 2.
+            return ExitCode::from(if args.exit_code { 2 } else { status.max(1) });
+        }
+    };
+    let text = match args.output {
+        DiffFormat::Text => diff::to_text(&diffs),
+        DiffFormat::Markdown => diff::to_markdown(&diffs),
+    };
+    let written = write_stdout(&text);
+    if args.exit_code && diffs.iter().any(|d| !d.changes.is_empty()) {
+        return ExitCode::from(1);
+    }
+    written
+}

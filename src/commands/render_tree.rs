@@ -1,0 +1,89 @@
+//! `nyl render-tree`: whole targets written as plain Kubernetes trees.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::apps::pipeline::Request;
+use crate::expansion::render;
+use crate::outputs::tree;
+use nyl_core::data::diagnostics;
+
+use super::{default_namespace, engine_request, write_stdout, EngineArgs};
+
+#[derive(clap::Args, Debug)]
+pub(super) struct RenderTreeArgs {
+    /// The DeploymentTarget (or Cluster) to render.
+    #[arg(long, required_unless_present = "all_targets")]
+    target: Option<String>,
+    /// Every DeploymentTarget, and every Cluster layouts deploy to, each into DIR/<target>/.
+    #[arg(long, conflicts_with = "target")]
+    all_targets: bool,
+    /// The tree's directory.
+    #[arg(long = "output-dir")]
+    output_dir: PathBuf,
+    /// Write nothing; exit 1 listing the files that differ from what would be written.
+    #[arg(long)]
+    check: bool,
+    /// Mark chart output that holds `$` with `kustomize.toolkit.fluxcd.io/substitute: disabled`, so
+    /// Flux's postBuild substitution leaves it exactly as Helm rendered it.
+    #[arg(long)]
+    flux_escape: bool,
+    /// Write targets and apps that deploy nothing (refused by default: the engine would prune them).
+    #[arg(long)]
+    allow_empty: bool,
+    /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
+    #[arg(long)]
+    namespace: Option<String>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+pub(super) fn render_tree(args: RenderTreeArgs) -> ExitCode {
+    let request = tree::Request {
+        targets: args.target.into_iter().collect(),
+        all_targets: args.all_targets,
+        output: args.output_dir,
+        check: args.check,
+        flux_escape: args.flux_escape,
+        allow_empty: args.allow_empty,
+        engine: render::Request {
+            inputs: Request {
+                default_namespace: default_namespace(args.namespace),
+                ..Request::default()
+            },
+            ..engine_request(&args.engine)
+        },
+    };
+    let outcome = tree::run(&request);
+    let mut status = 0;
+    for (d, catalog) in &outcome.diagnostics {
+        eprintln!("{}", d.render(catalog));
+        status = status.max(diagnostics::exit_status(std::slice::from_ref(d)));
+    }
+    if status != 0 {
+        return ExitCode::from(status);
+    }
+    let mut text = String::new();
+    if args.check {
+        for path in &outcome.differ {
+            text.push_str(&format!("differs: {path}\n"));
+        }
+        text.push_str(&format!(
+            "{} files up to date, {} differ\n",
+            outcome.unchanged,
+            outcome.differ.len()
+        ));
+    } else {
+        text.push_str(&format!(
+            "{} files written, {} unchanged, {} removed\n",
+            outcome.written.len(),
+            outcome.unchanged,
+            outcome.removed.len()
+        ));
+    }
+    let written = write_stdout(&text);
+    if args.check && !outcome.differ.is_empty() {
+        return ExitCode::from(1);
+    }
+    written
+}

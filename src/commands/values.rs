@@ -1,0 +1,113 @@
+//! `nyl values`: per invocation, the values Helm receives (value imports merged under the spec).
+
+use std::process::ExitCode;
+
+use crate::apps::pipeline::{check_releases, Request, Session};
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::Catalog;
+use nyl_core::data::value::Node;
+use nyl_core::expansion::Entry;
+use nyl_core::outputs::report;
+use nyl_core::values::release::{ChartSpec, InvocationValues};
+
+use super::{report_diagnostics, write_stdout, Format, InputArgs};
+
+#[derive(clap::Args, Debug)]
+pub(super) struct ValuesArgs {
+    #[command(flatten)]
+    inputs: InputArgs,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
+    output: Format,
+    /// Add, for every leaf value, where it came from.
+    #[arg(long)]
+    explain: bool,
+}
+
+pub(super) fn values(args: ValuesArgs) -> ExitCode {
+    let outcome = evaluate(&args.inputs.request(), args.explain);
+    let status = report_diagnostics(outcome.diagnostics, &outcome.catalog);
+    if status != 0 {
+        return ExitCode::from(status);
+    }
+    let text = match args.output {
+        Format::Yaml => report::to_yaml(
+            &outcome.items,
+            args.explain,
+            &outcome.effective,
+            &outcome.catalog,
+        ),
+        Format::Json => report::to_json(
+            &outcome.items,
+            args.explain,
+            &outcome.effective,
+            &outcome.catalog,
+        ),
+    };
+    write_stdout(&text)
+}
+
+/// The result of `nyl values`: the values of every release, the diagnostics, and the catalog the
+/// diagnostics point into. Fail closed: callers print `items` only without errors.
+#[derive(Default)]
+struct Outcome {
+    catalog: Catalog,
+    items: Vec<InvocationValues>,
+    /// Per item, its values over the chart defaults (when asked for and the chart is local).
+    effective: Vec<Option<Node>>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// `nyl values`; with `with_defaults`, also each release's values coalesced over its chart's
+/// defaults (what the templates see), for `--explain`.
+fn evaluate(req: &Request, with_defaults: bool) -> Outcome {
+    let (mut session, entries) = match Session::start(req) {
+        Ok(started) => started,
+        Err((catalog, diagnostics)) => {
+            return Outcome {
+                catalog,
+                diagnostics,
+                ..Outcome::default()
+            }
+        }
+    };
+    let mut items = Vec::new();
+    let mut effective = Vec::new();
+    for entry in entries {
+        let Entry::Release(release) = entry else {
+            continue;
+        };
+        let with = match (&release.chart, with_defaults) {
+            (ChartSpec::Local(dir), true) => match session.project.chart_values(dir) {
+                Ok(chart) => Some(nyl_core::values::coalesce::coalesce(
+                    release.values.values.clone(),
+                    &chart,
+                )),
+                Err(problems) => {
+                    session.diagnostics.extend(problems);
+                    None
+                }
+            },
+            _ => None,
+        };
+        effective.push(with);
+        items.push(release.values);
+    }
+    check_releases(items.iter(), &mut session.diagnostics);
+    session.take_project_warnings();
+    if effective.iter().any(Option::is_some) {
+        session.diagnostics.extend(crate::helm::rules_check());
+    }
+    if items.is_empty() && !session.has_errors() {
+        session.diagnostics.push(Diagnostic::new(
+            Code::NoInvocations,
+            "the given paths hold no component invocations",
+        ));
+    }
+    Outcome {
+        catalog: session.project.catalog,
+        items,
+        effective,
+        diagnostics: session.diagnostics,
+    }
+}
