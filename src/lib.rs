@@ -15,10 +15,13 @@
 //! - [`commands`]: the command line, one module per command.
 //! - [`process`]: child processes bounded in time and output, stopped with nyl.
 
-pub mod apps;
+pub(crate) mod apps;
 pub mod commands;
-pub mod expansion;
-pub mod helm;
-pub mod outputs;
-pub mod process;
-pub mod project;
+pub(crate) mod expansion;
+pub(crate) mod helm;
+pub(crate) mod outputs;
+pub(crate) mod process;
+pub(crate) mod project;
+
+// The surface the binary and the tests use; everything else is the crate's own.
+pub use project::{parse_config, Project};

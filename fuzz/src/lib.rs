@@ -14,7 +14,7 @@ use nyl_core::data::yaml::{
 };
 use nyl_core::project::objects;
 use nyl_core::repository::argocd::{settings, Settings, PARAMETERS};
-use nyl_render::project::parse_config;
+use nyl_render::parse_config;
 
 pub const FILE: FileId = FileId(0);
 

@@ -7,7 +7,7 @@ use std::fs;
 use nyl_core::data::provenance::FileId;
 use nyl_core::data::yaml::{parse_stream, Limits};
 use nyl_core::values::coalesce::coalesce;
-use nyl_render::project::Project;
+use nyl_render::Project;
 use serde_json::Value;
 
 use super::{helm_stdout, root, tempdir};
