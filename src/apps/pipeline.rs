@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::project::{self, ChartRef, Project};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::ObjectName;
 use nyl_core::data::provenance::{Catalog, Layer, Loc};
 use nyl_core::data::value::Node;
 use nyl_core::data::yaml::{Document, Mode};
@@ -114,8 +115,8 @@ impl Session {
         // name or the Cluster of that name.
         let cluster_ref = self.project.targets.iter().find(|t| t.name == name);
         let own_names = [
-            format!("DeploymentTarget/{name}"),
-            format!("Cluster/{name}"),
+            ObjectName::new("DeploymentTarget", name).to_string(),
+            ObjectName::new("Cluster", name).to_string(),
             format!(
                 "Cluster/{}",
                 cluster_ref.map_or(name, |t| t.cluster_ref.as_str())
@@ -153,8 +154,8 @@ impl Session {
                     let cluster = self.project.clusters.iter().filter(|c| c.name == t.cluster);
                     let files = dt.map(|d| d.loc.file).chain(cluster.map(|c| c.loc.file));
                     let objects = [
-                        format!("DeploymentTarget/{}", t.name),
-                        format!("Cluster/{}", t.cluster),
+                        ObjectName::new("DeploymentTarget", &t.name).to_string(),
+                        ObjectName::new("Cluster", &t.cluster).to_string(),
                     ];
                     (files.collect(), objects.to_vec())
                 }
@@ -355,10 +356,10 @@ impl Session {
                 )
                 .at(extra.node.prov.loc)
                 .related(first.node.prov.loc)
-                .object(format!(
-                    "Release/{}",
-                    objects::name_of(&extra.node).unwrap_or("?")
-                )),
+                .object(
+                    ObjectName::new("Release", objects::name_of(&extra.node).unwrap_or_default())
+                        .to_string(),
+                ),
             );
         }
         let release = match objects::release(&first.node) {
@@ -383,7 +384,7 @@ impl Session {
                         ),
                     )
                     .at(*loc)
-                    .object(format!("Release/{}", release.name)),
+                    .object(ObjectName::new("Release", &release.name).to_string()),
                 );
                 continue;
             }
@@ -561,7 +562,7 @@ impl Session {
         let mut chart = objects::helm_chart(&doc.node, object)?;
         let mut layers = vec![ExplainLayer::new("spec.values", Some(chart.values.clone()))];
         chart.values = self.with_runtime(chart.values, &mut layers);
-        let display = format!("HelmChart/{}", chart.name);
+        let display = ObjectName::new("HelmChart", &chart.name).to_string();
         let (chart_text, spec) = match &chart.chart {
             ChartSource::Remote(remote) => (remote.to_string(), ChartSpec::Remote(remote.clone())),
             ChartSource::Path(path) => {
@@ -643,7 +644,7 @@ pub fn check_releases<'a>(
                 )
                 .at(item.loc)
                 .related(first)
-                .object(format!("{}/{}", item.kind, item.name)),
+                .object(ObjectName::new(&item.kind, &item.name).to_string()),
             );
         }
     }

@@ -7,6 +7,7 @@ use crate::apps::pipeline::Session;
 use crate::apps::LayoutApp;
 use crate::project::scan::Tree;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::ObjectName;
 
 /// The apps a target deploys, and its `spec.apps` globs that match nothing.
 pub(crate) struct TargetApps {
@@ -64,7 +65,7 @@ pub(crate) fn glob_apps(
                     ),
                 )
                 .at(*loc)
-                .object(format!("DeploymentTarget/{}", target.name)),
+                .object(ObjectName::new("DeploymentTarget", &target.name).to_string()),
             );
         }
         apps.extend(hits.into_iter().cloned());

@@ -8,9 +8,8 @@ use clap::ValueEnum;
 use crate::apps::pipeline::Request;
 use crate::expansion::render;
 use crate::outputs::diff;
-use nyl_core::data::diagnostics;
 
-use super::{default_namespace, engine_request, write_stdout, EngineArgs};
+use super::{default_namespace, engine_request, print_diagnostics, write_stdout, EngineArgs};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct DiffArgs {
@@ -63,11 +62,7 @@ pub(super) fn diff(args: DiffArgs) -> ExitCode {
     let diffs = match diff::run(&request, Path::new(".")) {
         Ok(diffs) => diffs,
         Err(problems) => {
-            let mut status = 0;
-            for (d, catalog) in &problems {
-                eprintln!("{}", d.render(catalog));
-                status = status.max(diagnostics::exit_status(std::slice::from_ref(d)));
-            }
+            let status = print_diagnostics(problems.iter().map(|(d, c)| (d, c)));
             // With --exit-code, 1 means "differs": a comparison that could not be made is 2.
             return ExitCode::from(if args.exit_code { 2 } else { status.max(1) });
         }

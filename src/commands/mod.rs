@@ -222,14 +222,23 @@ fn engine_request(engine: &EngineArgs) -> crate::expansion::render::Request {
     }
 }
 
-/// Prints every diagnostic to stderr, in a stable order, and returns the exit status they imply.
+/// Prints every diagnostic of one run to stderr, in a stable order, and returns the exit status
+/// they imply.
 fn report_diagnostics(mut diags: Vec<Diagnostic>, catalog: &Catalog) -> u8 {
     diagnostics::sort(&mut diags, catalog);
+    print_diagnostics(diags.iter().map(|d| (d, catalog)))
+}
+
+/// The one printer of diagnostics: each to stderr, in the order given (each with the catalog its
+/// locations point into); returns the exit status they imply, the one rule of every command.
+fn print_diagnostics<'a>(diags: impl IntoIterator<Item = (&'a Diagnostic, &'a Catalog)>) -> u8 {
     let mut stderr = io::stderr().lock();
-    for d in &diags {
+    let mut status = 0;
+    for (d, catalog) in diags {
         let _ = writeln!(stderr, "{}", d.render(catalog));
+        status = status.max(diagnostics::exit_status(std::slice::from_ref(d)));
     }
-    diagnostics::exit_status(&diags)
+    status
 }
 
 /// Writes the whole result at once; a closed pipe (`nyl values | head`) is not an error.

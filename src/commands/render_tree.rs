@@ -6,9 +6,8 @@ use std::process::ExitCode;
 use crate::apps::pipeline::Request;
 use crate::expansion::render;
 use crate::outputs::tree;
-use nyl_core::data::diagnostics;
 
-use super::{default_namespace, engine_request, write_stdout, EngineArgs};
+use super::{default_namespace, engine_request, print_diagnostics, write_stdout, EngineArgs};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct RenderTreeArgs {
@@ -55,11 +54,7 @@ pub(super) fn render_tree(args: RenderTreeArgs) -> ExitCode {
         },
     };
     let outcome = tree::run(&request);
-    let mut status = 0;
-    for (d, catalog) in &outcome.diagnostics {
-        eprintln!("{}", d.render(catalog));
-        status = status.max(diagnostics::exit_status(std::slice::from_ref(d)));
-    }
+    let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, c)));
     if status != 0 {
         return ExitCode::from(status);
     }

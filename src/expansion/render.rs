@@ -12,6 +12,7 @@ use crate::apps::pipeline::{self, Session};
 use crate::helm::cache::{self, Cache};
 use crate::helm::{Failure, Helm, Template};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::ObjectName;
 use nyl_core::data::provenance::{Catalog, Loc};
 use nyl_core::data::value::Node;
 use nyl_core::data::yaml::{self, Limits, Mode};
@@ -266,7 +267,7 @@ impl Tree<'_> {
                             format!("helm template {} {failure}", v.chart),
                         )
                         .at(v.loc)
-                        .object(format!("{}/{}", v.kind, v.name));
+                        .object(ObjectName::new(&v.kind, &v.name).to_string());
                         self.session.diagnostics.push(d);
                     }
                 }
@@ -288,7 +289,7 @@ impl Tree<'_> {
         let job = &self.jobs[i];
         let v = &job.release.values;
         let key = job_key(v);
-        let object = format!("{}/{}", v.kind, v.name);
+        let object = ObjectName::new(&v.kind, &v.name).to_string();
         let problem = if job.chain.contains(&key) {
             let path = job
                 .chain

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::project::Project;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::pointer::Pointer;
+use nyl_core::data::provenance::ObjectName;
 use nyl_core::outputs::report::describe;
 use nyl_core::values::coalesce::coalesce;
 use nyl_core::values::release::{ChartSpec, Release};
@@ -79,7 +80,7 @@ pub fn check(
                 ),
             )
             .at(node.prov.loc)
-            .object(format!("{}/{}", release.values.kind, release.values.name)),
+            .object(ObjectName::new(&release.values.kind, &release.values.name).to_string()),
         );
     }
     if out.is_empty() {

@@ -78,8 +78,28 @@ pub struct ObjectRef {
 
 impl fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        ObjectName::new(&self.kind, &self.name).fmt(f)
+    }
+}
+
+/// How users read a nyl object's identity, everywhere: `Cluster/prod-eu-1`, or the kind alone
+/// while the object has no name (never a placeholder).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectName<'a> {
+    pub kind: &'a str,
+    pub name: &'a str,
+}
+
+impl<'a> ObjectName<'a> {
+    pub fn new(kind: &'a str, name: &'a str) -> Self {
+        ObjectName { kind, name }
+    }
+}
+
+impl fmt::Display for ObjectName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.name.is_empty() {
-            f.write_str(&self.kind)
+            f.write_str(self.kind)
         } else {
             write!(f, "{}/{}", self.kind, self.name)
         }

@@ -6,6 +6,7 @@
 use indexmap::IndexMap;
 
 use crate::data::diagnostics::{Code, Diagnostic};
+use crate::data::provenance::ObjectName;
 use crate::data::provenance::{Layer, Loc, ObjectId};
 use crate::data::value::{Map, Node, Value};
 use crate::project::layouts::Layout;
@@ -471,7 +472,7 @@ pub struct Invocation {
 impl Invocation {
     /// `kind/name`, the way diagnostics name the invocation.
     pub fn display(&self) -> String {
-        format!("{}/{}", self.kind, self.name)
+        ObjectName::new(&self.kind, &self.name).to_string()
     }
 }
 
@@ -573,7 +574,7 @@ pub struct Release {
 
 /// Decodes a Release.
 pub fn release(doc: &Node) -> Result<Release, Vec<Diagnostic>> {
-    let display = format!("Release/{}", name_of(doc).unwrap_or("?"));
+    let display = ObjectName::new("Release", name_of(doc).unwrap_or_default()).to_string();
     check_shape(doc, &schema::RELEASE, Some(&display))?;
     let mut problems = Vec::new();
     let name = checked_name(doc, &display, NameRule::Object).map_err(|e| problems.extend(e));

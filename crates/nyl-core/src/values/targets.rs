@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use crate::data::diagnostics::{Code, Diagnostic};
+use crate::data::provenance::ObjectName;
 use crate::data::value::Node;
 use crate::project::objects::{Cluster, DeploymentTarget};
 use crate::values::merge::merge;
@@ -35,7 +36,7 @@ pub fn select(
         return match find_cluster(name) {
             Some(c) => Ok(Target {
                 name: name.to_string(),
-                display: format!("Cluster/{name}"),
+                display: ObjectName::new("Cluster", name).to_string(),
                 cluster: c.name.clone(),
                 values: c.values.clone(),
                 kube_version: c.kube_version.clone(),
@@ -61,11 +62,11 @@ pub fn select(
             ),
         )
         .at(target.cluster_ref_loc)
-        .object(format!("DeploymentTarget/{name}")));
+        .object(ObjectName::new("DeploymentTarget", name).to_string()));
     };
     Ok(Target {
         name: name.to_string(),
-        display: format!("DeploymentTarget/{name}"),
+        display: ObjectName::new("DeploymentTarget", name).to_string(),
         cluster: cluster.name.clone(),
         values: merge(cluster.values.clone(), target.values.clone()),
         kube_version: cluster.kube_version.clone(),
