@@ -233,8 +233,8 @@ impl Session {
             target.as_ref(),
         )?;
         layers.insert(0, ExplainLayer::new("imports", Some(evaluation.imported)));
-        Ok(Release {
-            values: InvocationValues {
+        Ok(Release::new(
+            InvocationValues {
                 loc,
                 kind: display,
                 chart: chart_rel,
@@ -244,12 +244,11 @@ impl Session {
                 values: evaluation.values,
                 imports: evaluation.imports,
             },
-            chart: ChartSpec::Local(chart_dir),
-            include_crds: true,
-            kube_version: target.as_ref().and_then(|t| t.kube_version.clone()),
-            api_versions: target.map(|t| t.api_versions).unwrap_or_default(),
+            ChartSpec::Local(chart_dir),
+            target.as_ref(),
+            true,
             layers,
-        })
+        ))
     }
 
     /// The layout's values files merged in order; a missing file contributes nothing.

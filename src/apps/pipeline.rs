@@ -530,8 +530,8 @@ impl Session {
         };
         let evaluation = evaluation?;
         layers.insert(0, ExplainLayer::new("imports", Some(evaluation.imported)));
-        Ok(Some(Entry::Release(Box::new(Release {
-            values: InvocationValues {
+        Ok(Some(Entry::Release(Box::new(Release::new(
+            InvocationValues {
                 loc: inv.loc,
                 kind: inv.kind.clone(),
                 chart: chart_text,
@@ -544,12 +544,11 @@ impl Session {
                 values: evaluation.values,
                 imports: evaluation.imports,
             },
-            chart: spec,
-            include_crds: true,
-            kube_version: target.and_then(|t| t.kube_version.clone()),
-            api_versions: target.map(|t| t.api_versions.clone()).unwrap_or_default(),
+            spec,
+            target,
+            true,
             layers,
-        }))))
+        )))))
     }
 
     fn helm_chart(
@@ -594,8 +593,8 @@ impl Session {
                 )
             }
         };
-        Ok(Some(Entry::Release(Box::new(Release {
-            values: InvocationValues {
+        Ok(Some(Entry::Release(Box::new(Release::new(
+            InvocationValues {
                 loc: chart.loc,
                 kind: "HelmChart".to_string(),
                 chart: chart_text,
@@ -607,16 +606,11 @@ impl Session {
                 values: chart.values,
                 imports: Vec::new(),
             },
-            chart: spec,
-            include_crds: chart.include_crds,
-            kube_version: self.target.as_ref().and_then(|t| t.kube_version.clone()),
-            api_versions: self
-                .target
-                .as_ref()
-                .map(|t| t.api_versions.clone())
-                .unwrap_or_default(),
+            spec,
+            self.target.as_ref(),
+            chart.include_crds,
             layers,
-        }))))
+        )))))
     }
 }
 

@@ -7,6 +7,7 @@ use crate::data::provenance::Loc;
 use crate::data::value::Node;
 use crate::project::objects::RemoteChart;
 use crate::values::components::ImportReport;
+use crate::values::targets::Target;
 
 /// The chart of a release, as Helm is to be given it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +27,26 @@ pub struct Release {
     pub api_versions: Vec<String>,
     /// The layers whose merge `values.values` is, lowest first (for explain).
     pub layers: Vec<ExplainLayer>,
+}
+
+impl Release {
+    /// The one way to build a release: Helm's capabilities come from the target's cluster facts.
+    pub fn new(
+        values: InvocationValues,
+        chart: ChartSpec,
+        target: Option<&Target>,
+        include_crds: bool,
+        layers: Vec<ExplainLayer>,
+    ) -> Release {
+        Release {
+            values,
+            chart,
+            include_crds,
+            kube_version: target.and_then(|t| t.kube_version.clone()),
+            api_versions: target.map(|t| t.api_versions.clone()).unwrap_or_default(),
+            layers,
+        }
+    }
 }
 
 /// One layer of a release's values, as explain lists it.
