@@ -14,6 +14,7 @@
 //! - [`outputs`]: render trees, diffs between revisions, the validate report.
 //! - [`commands`]: the command line, one module per command.
 //! - [`process`]: child processes bounded in time and output, stopped with nyl.
+//! - [`progress`]: progress and summary of long runs on a terminal.
 
 pub(crate) mod apps;
 pub mod commands;
@@ -21,6 +22,7 @@ pub(crate) mod expansion;
 pub(crate) mod helm;
 pub(crate) mod outputs;
 pub(crate) mod process;
+pub(crate) mod progress;
 pub(crate) mod project;
 
 // The surface the binary and the tests use; everything else is the crate's own.

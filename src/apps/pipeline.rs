@@ -32,10 +32,33 @@ pub struct Request {
     pub target: Option<String>,
     /// The namespace of releases that name none.
     pub default_namespace: String,
-    /// Runtime chart values (YAML), over everything else of the app's one release.
-    pub values: Option<String>,
+    /// Runtime chart values, over everything else of the app's one release: values files, then
+    /// YAML strings, each over the ones before (as Helm's `-f` files, then its `--set` flags).
+    pub values: Vec<RuntimeValues>,
     /// Runtime target values (YAML), over the effective target values, before imports.
     pub target_values: Option<String>,
+}
+
+/// One source of runtime chart values, read by the caller (stdin can be read only once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeValues {
+    /// How provenance and diagnostics name it: a values file's path as given, `<stdin>`, or
+    /// `<runtime values>` for a YAML string.
+    pub source: String,
+    pub text: String,
+    /// A values file (`-f FILE`, `-f -`), whose lines explain names; else a YAML string.
+    pub file: bool,
+}
+
+impl RuntimeValues {
+    /// Values given as a YAML string (`--values-yaml`, the plugin's `values` parameter).
+    pub fn yaml(text: String) -> Self {
+        RuntimeValues {
+            source: "<runtime values>".to_string(),
+            text,
+            file: false,
+        }
+    }
 }
 
 /// The project and target of a run, and everything reported so far.
@@ -48,8 +71,9 @@ pub struct Session {
     pub(crate) evaluate: bool,
     /// How many diagnostics loading the project produced (they come first).
     pub loaded: usize,
-    /// Runtime chart values, for the app's one release.
-    runtime_values: Option<Node>,
+    /// Runtime chart values, for the app's one release: per source, its explain label and values,
+    /// lowest first.
+    runtime_values: Vec<(String, Node)>,
     /// True while the inputs' own files are read: runtime values apply to their releases, never
     /// to releases that chart output invokes.
     reading_apps: bool,
@@ -74,14 +98,29 @@ impl Session {
             diagnostics,
             evaluate: true,
             loaded: 0,
-            runtime_values: None,
+            runtime_values: Vec::new(),
             reading_apps: false,
             runtime_target_values: None,
         };
-        session.runtime_values = session.runtime("values", req.values.as_deref(), false);
-        session.runtime_target_values =
-            session.runtime("target-values", req.target_values.as_deref(), true);
+        // Problems of the runtime values are the run's own: never demoted with other files'.
         let loaded = session.diagnostics.len();
+        for source in &req.values {
+            let (label, layer) = if source.file {
+                (format!("values file {}", source.source), Layer::ValuesFile)
+            } else {
+                (
+                    "runtime values".to_string(),
+                    Layer::Runtime { target: false },
+                )
+            };
+            if let Some(node) = session.runtime(&source.source, &source.text, layer) {
+                session.runtime_values.push((label, node));
+            }
+        }
+        if let Some(text) = &req.target_values {
+            let layer = Layer::Runtime { target: true };
+            session.runtime_target_values = session.runtime("<runtime target-values>", text, layer);
+        }
         if let Some(name) = &req.target {
             match session.select(name, loaded) {
                 Ok(t) => session.target = Some(t),
@@ -175,16 +214,19 @@ impl Session {
         }
     }
 
-    /// `values` with the runtime chart values merged over it, when a release of the inputs' own
-    /// files is being read (never one that chart output invokes), recorded as an explain layer.
+    /// `values` with the runtime chart values merged over it, source after source, when a
+    /// release of the inputs' own files is being read (never one that chart output invokes), each
+    /// source recorded as an explain layer.
     pub(crate) fn with_runtime(&self, values: Node, layers: &mut Vec<ExplainLayer>) -> Node {
-        match self.runtime_values.as_ref().filter(|_| self.reading_apps) {
-            Some(runtime) => {
-                layers.push(ExplainLayer::new("runtime values", Some(runtime.clone())));
-                nyl_core::values::merge::merge(values, runtime.clone())
-            }
-            None => values,
+        if !self.reading_apps {
+            return values;
         }
+        self.runtime_values
+            .iter()
+            .fold(values, |values, (label, runtime)| {
+                layers.push(ExplainLayer::new(label.clone(), Some(runtime.clone())));
+                nyl_core::values::merge::merge(values, runtime.clone())
+            })
     }
 
     /// A target by name, with the runtime target values merged over its values.
@@ -196,10 +238,10 @@ impl Session {
         Ok(target)
     }
 
-    /// Parses a runtime values parameter: one YAML mapping.
-    fn runtime(&mut self, name: &str, text: Option<&str>, target: bool) -> Option<Node> {
-        let text = text?;
-        let file = self.project.catalog.add_file(format!("<runtime {name}>"));
+    /// Parses one source of runtime values, `source` as provenance names it: one YAML mapping, or
+    /// nothing at all (an empty values file, as Helm takes it).
+    fn runtime(&mut self, source: &str, text: &str, layer: Layer) -> Option<Node> {
+        let file = self.project.catalog.add_file(source);
         let (docs, problems) = self.project.parse_documents(text, file, Mode::Lenient);
         let (warnings, problems): (Vec<_>, Vec<_>) =
             problems.into_iter().partition(|d| !d.is_error());
@@ -209,9 +251,14 @@ impl Session {
             (None, _, true) => return None,
             (Some(doc), None, true) if doc.node.as_map().is_some() => doc.node,
             (_, _, true) => {
+                let what = match layer {
+                    Layer::ValuesFile => "a values file",
+                    Layer::Runtime { target: true } => "runtime target values",
+                    _ => "runtime values",
+                };
                 let d = Diagnostic::new(
                     Code::InvalidDocument,
-                    format!("runtime {name} must be one YAML mapping"),
+                    format!("{what} must be one YAML mapping"),
                 );
                 self.diagnostics.push(d.at(Loc::new(file, 1)));
                 return None;
@@ -222,7 +269,7 @@ impl Session {
             }
         };
         let mut node = node;
-        node.set_layer(Layer::Runtime { target });
+        node.set_layer(layer);
         Some(node)
     }
 
@@ -251,7 +298,7 @@ impl Session {
             .iter()
             .filter(|e| matches!(e, Entry::Release(_)))
             .count();
-        if session.runtime_values.is_some() && releases > 1 {
+        if !session.runtime_values.is_empty() && releases > 1 {
             session.diagnostics.push(Diagnostic::new(
                 Code::AmbiguousRuntimeValues,
                 format!(

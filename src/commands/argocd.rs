@@ -54,13 +54,17 @@ pub(super) fn argocd_generate(engine: &EngineArgs) -> ExitCode {
             default_namespace: settings
                 .app_namespace
                 .unwrap_or_else(|| "default".to_string()),
-            values: settings.values,
+            values: settings
+                .values
+                .map(crate::apps::pipeline::RuntimeValues::yaml)
+                .into_iter()
+                .collect(),
             target_values: settings.target_values,
         },
         kube_version: settings.kube_version,
         api_versions: settings.api_versions,
         allow_empty: settings.allow_empty,
-        ..engine_request(engine)
+        ..engine_request(engine, crate::progress::Progress::default())
     };
     let mut outcome = render::render(&request);
     outcome.diagnostics = outcome

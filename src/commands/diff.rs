@@ -9,7 +9,7 @@ use crate::apps::pipeline::Request;
 use crate::expansion::render;
 use crate::outputs::diff;
 
-use super::{default_namespace, engine_request, print_diagnostics, write_stdout, EngineArgs};
+use super::{engine_request, print_diagnostics, progress, write_stdout, EngineArgs, NamespaceArg};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct DiffArgs {
@@ -19,8 +19,8 @@ pub(super) struct DiffArgs {
     /// The head revision [default: the working tree].
     #[arg(long)]
     head: Option<String>,
-    /// Render every app of this DeploymentTarget (or, with APPs, those apps for it).
-    #[arg(long)]
+    /// Render every app of this DeploymentTarget or Cluster (or, with APPs, those apps for it).
+    #[arg(long, env = "NYL_TARGET", value_name = "NAME")]
     target: Option<String>,
     /// Exit 1 when anything differs, 2 when the comparison could not be made (as diff(1)).
     #[arg(long)]
@@ -30,6 +30,8 @@ pub(super) struct DiffArgs {
     output: DiffFormat,
     /// Apps, relative to the project root.
     apps: Vec<String>,
+    #[command(flatten)]
+    namespace: NamespaceArg,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -53,13 +55,15 @@ pub(super) fn diff(args: DiffArgs) -> ExitCode {
         apps: args.apps,
         engine: render::Request {
             inputs: Request {
-                default_namespace: default_namespace(None),
+                default_namespace: args.namespace.resolve(),
                 ..Request::default()
             },
-            ..engine_request(&args.engine)
+            ..engine_request(&args.engine, progress("diff"))
         },
     };
-    let diffs = match diff::run(&request, Path::new(".")) {
+    let diffs = diff::run(&request, Path::new("."));
+    request.engine.progress.finish();
+    let diffs = match diffs {
         Ok(diffs) => diffs,
         Err(problems) => {
             let status = print_diagnostics(problems.iter().map(|(d, c)| (d, c)));

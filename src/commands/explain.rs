@@ -8,6 +8,8 @@ use nyl_core::expansion::Entry;
 use nyl_core::outputs::report;
 use nyl_core::values::release::ChartSpec;
 
+use nyl_core::data::provenance::Catalog;
+
 use super::{report_diagnostics, write_stdout, ContextArgs};
 
 #[derive(clap::Args, Debug)]
@@ -28,7 +30,10 @@ pub(super) fn explain(args: ExplainArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let request = args.context.request(vec![args.app]);
+    let request = match args.context.request(vec![args.app]) {
+        Ok(request) => request,
+        Err(problems) => return ExitCode::from(report_diagnostics(problems, &Catalog::default())),
+    };
     let (mut session, entries) = match pipeline::Session::start(&request) {
         Ok(started) => started,
         Err((catalog, diags)) => return ExitCode::from(report_diagnostics(diags, &catalog)),

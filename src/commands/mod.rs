@@ -6,24 +6,27 @@
 mod argocd;
 mod diff;
 mod explain;
+mod options;
 mod render;
 mod render_tree;
 mod schema;
 mod validate;
 mod values;
 mod version;
+mod whole_target;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::apps::pipeline::Request;
+use crate::apps::pipeline::{Request, RuntimeValues};
 use crate::helm;
 use crate::helm::cache;
 use crate::process;
+use crate::progress::Progress;
 use nyl_core::data::diagnostics::{self, Diagnostic};
 use nyl_core::data::provenance::Catalog;
 
@@ -34,6 +37,8 @@ use nyl_core::data::provenance::Catalog;
     about = "Render Kubernetes manifests from Helm-chart components with layered platform values"
 )]
 struct Cli {
+    #[command(flatten)]
+    global: options::Global,
     #[command(subcommand)]
     command: Command,
 }
@@ -63,35 +68,64 @@ enum Command {
     Argocd(argocd::ArgocdCommand),
     /// Print nyl's version and the helm it runs (path and version).
     Version,
+    /// Print a shell completion script: `source <(nyl completion bash)`.
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `-n/--namespace`, as in Helm.
+#[derive(clap::Args, Debug)]
+struct NamespaceArg {
+    /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
+    #[arg(short = 'n', long = "namespace", value_name = "NS")]
+    namespace: Option<String>,
+}
+
+impl NamespaceArg {
+    /// The namespace of invocations without one: the flag, then Argo CD's app namespace, then
+    /// `default`, as `helm template` would use.
+    fn resolve(self) -> String {
+        self.namespace
+            .or_else(|| env_var("ARGOCD_APP_NAMESPACE"))
+            .unwrap_or_else(|| "default".to_string())
+    }
 }
 
 /// The target and runtime values, for `values`, `render` and `explain`.
 #[derive(clap::Args, Debug)]
 struct ContextArgs {
     /// The DeploymentTarget (or, when none has the name, the Cluster) whose values feed imports.
-    #[arg(long, env = "NYL_TARGET")]
+    #[arg(long, env = "NYL_TARGET", value_name = "NAME")]
     target: Option<String>,
-    /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
-    #[arg(long)]
-    namespace: Option<String>,
-    /// Runtime chart values (a YAML string), over everything else of the app's one release.
-    #[arg(long = "values")]
-    values: Option<String>,
+    #[command(flatten)]
+    namespace: NamespaceArg,
+    /// A values file for the app's one release, as Helm's: repeatable, each over the ones before
+    /// (maps merge, anything else replaces); `-` reads stdin.
+    #[arg(short = 'f', long = "values", value_name = "FILE")]
+    values: Vec<PathBuf>,
+    /// Values as a YAML string, over the values files.
+    #[arg(long = "values-yaml", value_name = "YAML")]
+    values_yaml: Option<String>,
     /// Runtime target values (a YAML string), merged over the effective target values.
-    #[arg(long = "target-values")]
+    #[arg(long = "target-values", value_name = "YAML")]
     target_values: Option<String>,
 }
 
 impl ContextArgs {
-    fn request(self, paths: Vec<PathBuf>) -> Request {
-        Request {
+    /// The request; `Err` with the problems of reading the values files.
+    fn request(self, paths: Vec<PathBuf>) -> Result<Request, Vec<Diagnostic>> {
+        let mut values = options::read_values_files(&self.values)?;
+        values.extend(self.values_yaml.map(RuntimeValues::yaml));
+        Ok(Request {
             paths,
             root: None,
             target: self.target,
-            default_namespace: default_namespace(self.namespace),
-            values: self.values,
+            default_namespace: self.namespace.resolve(),
+            values,
             target_values: self.target_values,
-        }
+        })
     }
 }
 
@@ -101,14 +135,22 @@ struct InputArgs {
     #[command(flatten)]
     context: ContextArgs,
     /// Invocation files, directories of an app, layout app directories, or layout app ids
-    /// (`prod.*.cert-manager`).
-    #[arg(default_value = ".")]
+    /// (`prod.*.cert-manager`); with --target, a directory that is no app itself stands for the
+    /// target's apps below it [default: with --target, every app of the target; else "."].
     paths: Vec<PathBuf>,
 }
 
 impl InputArgs {
-    fn request(self) -> Request {
-        self.context.request(self.paths)
+    /// The request, and whether it may be for the apps of its target: a target, and no paths or
+    /// only directories (which [`whole_target`] then decides).
+    fn request(self) -> Result<(Request, bool), Vec<Diagnostic>> {
+        let whole_target = self.context.target.is_some() && self.paths.iter().all(|p| p.is_dir());
+        let paths = if self.paths.is_empty() && !whole_target {
+            vec![PathBuf::from(".")]
+        } else {
+            self.paths
+        };
+        Ok((self.context.request(paths)?, whole_target))
     }
 }
 
@@ -143,52 +185,56 @@ enum Format {
 }
 
 pub fn main() -> ExitCode {
-    init_logging();
     process::stop_children_on_signals();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             // clap prints help and version to stdout with success, usage errors with exit 2.
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    cli.global.init_logging();
+    // Before anything reads a path or the working directory, as `git -C` does.
+    if let Err(message) = cli.global.enter_dirs() {
+        eprintln!("{message}");
+        return ExitCode::from(2);
+    }
     match cli.command {
         Command::Values(args) => values::values(args),
         Command::Render(args) => render::render(args),
         Command::Explain(args) => explain::explain(args),
         Command::Validate(args) => validate::validate(args),
         Command::Diff(args) => diff::diff(args),
-        Command::RenderTree(args) => render_tree::render_tree(args),
+        Command::RenderTree(args) => {
+            // `--target` and `--all-targets` exclude each other; NYL_TARGET yields to the flag.
+            let named = matches
+                .subcommand_matches("render-tree")
+                .and_then(|m| m.value_source("target"));
+            render_tree::render_tree(args, named == Some(clap::parser::ValueSource::CommandLine))
+        }
         Command::Schema { kind } => schema::print_schema(&kind),
         Command::Argocd(argocd::ArgocdCommand::Generate(engine)) => {
             argocd::argocd_generate(&engine)
         }
         Command::Argocd(argocd::ArgocdCommand::Parameters) => argocd::argocd_parameters(),
         Command::Version => version::print_version(),
+        Command::Completion { shell } => print_completion(shell),
     }
 }
 
-fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(io::stderr)
-        .with_ansi(io::stderr().is_terminal())
-        .without_time()
-        .init();
+fn print_completion(shell: clap_complete::Shell) -> ExitCode {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "nyl", &mut script);
+    write_stdout(&String::from_utf8_lossy(&script))
 }
 
-/// The namespace of invocations without one: the flag, then Argo CD's app namespace, then
-/// `default`, as `helm template` would use.
-fn default_namespace(flag: Option<String>) -> String {
-    flag.or_else(|| {
-        std::env::var("ARGOCD_APP_NAMESPACE")
-            .ok()
-            .filter(|s| !s.is_empty())
-    })
-    .unwrap_or_else(|| "default".to_string())
+/// Progress of a long command, on a terminal only.
+fn progress(command: &'static str) -> Progress {
+    Progress::new(command, io::stderr().is_terminal())
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -196,7 +242,7 @@ fn env_var(name: &str) -> Option<String> {
 }
 
 /// The parts of a render request that [`EngineArgs`] and the environment decide.
-fn engine_request(engine: &EngineArgs) -> crate::expansion::render::Request {
+fn engine_request(engine: &EngineArgs, progress: Progress) -> crate::expansion::render::Request {
     let mode = if engine.no_cache {
         cache::Mode::Off
     } else if engine.refresh {
@@ -219,7 +265,15 @@ fn engine_request(engine: &EngineArgs) -> crate::expansion::render::Request {
             .unwrap_or(cache::DEFAULT_MAX_BYTES),
         helm_timeout: Duration::from_secs(engine.helm_timeout),
         gate: crate::expansion::render::Gate::AllInputs,
+        progress,
     }
+}
+
+/// A JSON array, pretty-printed, with a final line break.
+fn json_text(items: &[serde_json::Value]) -> String {
+    let mut text = serde_json::to_string_pretty(items).unwrap_or_else(|_| "[]".into());
+    text.push('\n');
+    text
 }
 
 /// Prints every diagnostic of one run to stderr, in a stable order, and returns the exit status

@@ -8,9 +8,10 @@ use nyl_core::expansion::manifest::Manifest;
 use nyl_core::repository::argocd;
 
 use super::{
-    engine_request, env_var, report_diagnostics, write_stdout, write_stdout_parts, EngineArgs,
-    Format, InputArgs,
+    engine_request, env_var, print_diagnostics, progress, report_diagnostics, whole_target,
+    write_stdout, write_stdout_parts, EngineArgs, Format, InputArgs,
 };
+use crate::progress::Progress;
 
 #[derive(clap::Args, Debug)]
 pub(super) struct RenderArgs {
@@ -42,19 +43,31 @@ pub(super) fn render(args: RenderArgs) -> ExitCode {
         Ok(entries) => entries,
         Err(problems) => return ExitCode::from(report_diagnostics(problems, &Catalog::default())),
     };
+    let (inputs, whole_target) = match args.inputs.request() {
+        Ok(request) => request,
+        Err(problems) => return ExitCode::from(report_diagnostics(problems, &Catalog::default())),
+    };
+    // One render is quiet; a target's many apps show progress.
+    let progress = if whole_target {
+        progress("render")
+    } else {
+        Progress::default()
+    };
     let request = render::Request {
-        inputs: args.inputs.request(),
+        inputs,
         kube_version: args.kube_version.or_else(|| env_var("KUBE_VERSION")),
         api_versions,
         allow_empty: args.allow_empty,
-        ..engine_request(&args.engine)
+        ..engine_request(&args.engine, progress)
     };
-    print_render(&request, args.output)
-}
-
-/// Renders and prints: the manifests only when the whole render succeeded.
-pub(super) fn print_render(request: &render::Request, format: Format) -> ExitCode {
-    print_outcome(render::render(request), format)
+    if whole_target {
+        let target = request.inputs.target.clone().unwrap_or_default();
+        if let Some(outcome) = whole_target::render(&request, &target) {
+            request.progress.finish();
+            return print_target_render(&outcome, args.output);
+        }
+    }
+    print_outcome(render::render(&request), args.output)
 }
 
 pub(super) fn print_outcome(mut outcome: render::Outcome, format: Format) -> ExitCode {
@@ -65,9 +78,50 @@ pub(super) fn print_outcome(mut outcome: render::Outcome, format: Format) -> Exi
     match format {
         // The documents one after another, as they are: the output can be megabytes.
         Format::Yaml => write_stdout_parts(outcome.manifests.iter().map(Manifest::text)),
-        Format::Json => match render::to_json(&outcome) {
+        Format::Json => match render::to_json([&outcome]) {
             Ok(text) => write_stdout(&text),
             Err(problems) => ExitCode::from(report_diagnostics(problems, &outcome.catalog)),
+        },
+    }
+}
+
+/// `nyl render --target T` without paths: every app of the target, each under its header, or
+/// nothing when any failed.
+fn print_target_render(
+    outcome: &whole_target::Outcome<render::Outcome>,
+    format: Format,
+) -> ExitCode {
+    let target = &outcome.target;
+    let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, c)));
+    if outcome.failed() {
+        return ExitCode::from(status);
+    }
+    match format {
+        Format::Yaml => {
+            let headers: Vec<String> = outcome
+                .apps
+                .iter()
+                .map(|(app, _)| whole_target::header(app, target))
+                .collect();
+            let parts = outcome.apps.iter().zip(&headers).flat_map(|((_, o), h)| {
+                std::iter::once(h.as_str()).chain(o.manifests.iter().map(Manifest::text))
+            });
+            write_stdout_parts(parts)
+        }
+        Format::Json => match render::to_json(outcome.apps.iter().map(|(_, o)| o)) {
+            Ok(text) => write_stdout(&text),
+            // Each app's problems against its own catalog.
+            Err(_) => {
+                let problems: Vec<_> = outcome
+                    .apps
+                    .iter()
+                    .flat_map(|(_, o)| {
+                        let problems = render::trees(o).err().unwrap_or_default();
+                        problems.into_iter().map(|d| (d, o.catalog.clone()))
+                    })
+                    .collect();
+                ExitCode::from(print_diagnostics(problems.iter().map(|(d, c)| (d, c))))
+            }
         },
     }
 }

@@ -7,15 +7,21 @@ use crate::apps::pipeline::Request;
 use crate::expansion::render;
 use crate::outputs::tree;
 
-use super::{default_namespace, engine_request, print_diagnostics, write_stdout, EngineArgs};
+use super::{engine_request, print_diagnostics, progress, write_stdout, EngineArgs, NamespaceArg};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct RenderTreeArgs {
-    /// The DeploymentTarget (or Cluster) to render.
-    #[arg(long, required_unless_present = "all_targets")]
+    /// The DeploymentTarget (or, when none has the name, the Cluster) to render.
+    #[arg(
+        long,
+        env = "NYL_TARGET",
+        value_name = "NAME",
+        required_unless_present = "all_targets"
+    )]
     target: Option<String>,
-    /// Every DeploymentTarget, and every Cluster layouts deploy to, each into DIR/<target>/.
-    #[arg(long, conflicts_with = "target")]
+    /// Every DeploymentTarget, and every Cluster layouts deploy to, each into DIR/<target>/
+    /// (NYL_TARGET is then left aside).
+    #[arg(long)]
     all_targets: bool,
     /// The tree's directory.
     #[arg(long = "output-dir")]
@@ -30,16 +36,21 @@ pub(super) struct RenderTreeArgs {
     /// Write targets and apps that deploy nothing (refused by default: the engine would prune them).
     #[arg(long)]
     allow_empty: bool,
-    /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
-    #[arg(long)]
-    namespace: Option<String>,
+    #[command(flatten)]
+    namespace: NamespaceArg,
     #[command(flatten)]
     engine: EngineArgs,
 }
 
-pub(super) fn render_tree(args: RenderTreeArgs) -> ExitCode {
+/// `target_flag`: `--target` was given on the command line (not through NYL_TARGET).
+pub(super) fn render_tree(args: RenderTreeArgs, target_flag: bool) -> ExitCode {
+    if args.all_targets && target_flag {
+        eprintln!("error: --all-targets renders every target: give it without --target");
+        return ExitCode::from(2);
+    }
+    let target = args.target.filter(|_| !args.all_targets);
     let request = tree::Request {
-        targets: args.target.into_iter().collect(),
+        targets: target.into_iter().collect(),
         all_targets: args.all_targets,
         output: args.output_dir,
         check: args.check,
@@ -47,13 +58,14 @@ pub(super) fn render_tree(args: RenderTreeArgs) -> ExitCode {
         allow_empty: args.allow_empty,
         engine: render::Request {
             inputs: Request {
-                default_namespace: default_namespace(args.namespace),
+                default_namespace: args.namespace.resolve(),
                 ..Request::default()
             },
-            ..engine_request(&args.engine)
+            ..engine_request(&args.engine, progress("render-tree"))
         },
     };
     let outcome = tree::run(&request);
+    request.engine.progress.finish();
     let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, c)));
     if status != 0 {
         return ExitCode::from(status);

@@ -11,7 +11,7 @@ use crate::outputs::validate;
 use nyl_core::data::diagnostics;
 use nyl_core::data::provenance::Catalog;
 
-use super::{default_namespace, engine_request, report_diagnostics, write_stdout, EngineArgs};
+use super::{engine_request, progress, report_diagnostics, write_stdout, EngineArgs, NamespaceArg};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct ValidateArgs {
@@ -24,12 +24,15 @@ pub(super) struct ValidateArgs {
     /// Output format.
     #[arg(long = "output", short = 'o', value_enum, default_value_t = ValidateFormat::Text)]
     output: ValidateFormat,
-    /// Only this DeploymentTarget.
-    #[arg(long)]
+    /// Only the apps of this DeploymentTarget (or, when none has the name, the Cluster), its
+    /// layout apps included.
+    #[arg(long, env = "NYL_TARGET", value_name = "NAME")]
     target: Option<String>,
     /// Check values only; do not render with Helm.
     #[arg(long)]
     no_render: bool,
+    #[command(flatten)]
+    namespace: NamespaceArg,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -49,13 +52,15 @@ pub(super) fn validate(args: ValidateArgs) -> ExitCode {
         render: !args.no_render,
         engine: render::Request {
             inputs: Request {
-                default_namespace: default_namespace(None),
+                default_namespace: args.namespace.resolve(),
                 ..Request::default()
             },
-            ..engine_request(&args.engine)
+            ..engine_request(&args.engine, progress("validate"))
         },
     };
-    let report = match validate::validate(&request, args.strict) {
+    let report = validate::validate(&request, args.strict);
+    request.engine.progress.finish();
+    let report = match report {
         Ok(report) => report,
         Err(d) => return ExitCode::from(report_diagnostics(vec![d], &Catalog::default())),
     };

@@ -10,7 +10,9 @@ use nyl_core::expansion::Entry;
 use nyl_core::outputs::report;
 use nyl_core::values::release::{ChartSpec, InvocationValues};
 
-use super::{report_diagnostics, write_stdout, Format, InputArgs};
+use super::{
+    json_text, print_diagnostics, report_diagnostics, whole_target, write_stdout, Format, InputArgs,
+};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct ValuesArgs {
@@ -25,7 +27,17 @@ pub(super) struct ValuesArgs {
 }
 
 pub(super) fn values(args: ValuesArgs) -> ExitCode {
-    let outcome = evaluate(&args.inputs.request(), args.explain);
+    let (request, whole_target) = match args.inputs.request() {
+        Ok(request) => request,
+        Err(problems) => return ExitCode::from(report_diagnostics(problems, &Catalog::default())),
+    };
+    if whole_target {
+        let target = request.target.clone().unwrap_or_default();
+        if let Some(outcome) = whole_target::values(&request, &target, args.explain) {
+            return print_target_values(&outcome, args.output, args.explain);
+        }
+    }
+    let outcome = evaluate(&request, args.explain);
     let status = report_diagnostics(outcome.diagnostics, &outcome.catalog);
     if status != 0 {
         return ExitCode::from(status);
@@ -37,11 +49,49 @@ pub(super) fn values(args: ValuesArgs) -> ExitCode {
             &outcome.effective,
             &outcome.catalog,
         ),
-        Format::Json => report::to_json(
+        Format::Json => json_text(&report::to_json(
             &outcome.items,
             args.explain,
             &outcome.effective,
             &outcome.catalog,
+        )),
+    };
+    write_stdout(&text)
+}
+
+/// `nyl values --target T` without paths: every app of the target, each under its header (in
+/// JSON, each item names its `app`).
+fn print_target_values(
+    outcome: &whole_target::Outcome<Outcome>,
+    format: Format,
+    explain: bool,
+) -> ExitCode {
+    let target = &outcome.target;
+    let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, c)));
+    if outcome.failed() {
+        return ExitCode::from(status);
+    }
+    let text = match format {
+        Format::Yaml => outcome
+            .apps
+            .iter()
+            .map(|(app, o)| {
+                let values = report::to_yaml(&o.items, explain, &o.effective, &o.catalog);
+                whole_target::header(app, target) + &values
+            })
+            .collect(),
+        Format::Json => json_text(
+            &outcome
+                .apps
+                .iter()
+                .flat_map(|(app, o)| {
+                    let items = report::to_json(&o.items, explain, &o.effective, &o.catalog);
+                    items.into_iter().map(move |mut item| {
+                        item["app"] = app.clone().into();
+                        item
+                    })
+                })
+                .collect::<Vec<_>>(),
         ),
     };
     write_stdout(&text)
@@ -50,17 +100,17 @@ pub(super) fn values(args: ValuesArgs) -> ExitCode {
 /// The result of `nyl values`: the values of every release, the diagnostics, and the catalog the
 /// diagnostics point into. Fail closed: callers print `items` only without errors.
 #[derive(Default)]
-struct Outcome {
-    catalog: Catalog,
-    items: Vec<InvocationValues>,
+pub(super) struct Outcome {
+    pub(super) catalog: Catalog,
+    pub(super) items: Vec<InvocationValues>,
     /// Per item, its values over the chart defaults (when asked for and the chart is local).
-    effective: Vec<Option<Node>>,
-    diagnostics: Vec<Diagnostic>,
+    pub(super) effective: Vec<Option<Node>>,
+    pub(super) diagnostics: Vec<Diagnostic>,
 }
 
 /// `nyl values`; with `with_defaults`, also each release's values coalesced over its chart's
 /// defaults (what the templates see), for `--explain`.
-fn evaluate(req: &Request, with_defaults: bool) -> Outcome {
+pub(super) fn evaluate(req: &Request, with_defaults: bool) -> Outcome {
     let (mut session, entries) = match Session::start(req) {
         Ok(started) => started,
         Err((catalog, diagnostics)) => {

@@ -42,6 +42,8 @@ pub struct Request {
     /// can lower it).
     pub helm_timeout: Duration,
     pub gate: Gate,
+    /// Counts the releases rendered (shown on a terminal).
+    pub progress: crate::progress::Progress,
 }
 
 /// Which problems stop Helm from running.
@@ -211,7 +213,8 @@ impl Tree<'_> {
                 return false;
             }
         };
-        let cache = Cache::new(cache_dir, req.cache, req.cache_max_bytes, &helm);
+        let cache = Cache::new(cache_dir, req.cache, req.cache_max_bytes, &helm)
+            .with_progress(req.progress.clone());
         let mut ok = true;
         while !pending.is_empty() {
             pending.retain(|&i| self.admit(i) && self.schema_ok(i));
@@ -472,9 +475,14 @@ pub fn trees(outcome: &Outcome) -> Result<Vec<std::borrow::Cow<'_, Node>>, Vec<D
     }
 }
 
-/// One JSON array of the manifests.
-pub fn to_json(outcome: &Outcome) -> Result<String, Vec<Diagnostic>> {
-    let array: Vec<_> = trees(outcome)?.iter().map(|n| n.to_json()).collect();
+/// One JSON array of the manifests of the outcomes, in order.
+pub fn to_json<'a>(
+    outcomes: impl IntoIterator<Item = &'a Outcome>,
+) -> Result<String, Vec<Diagnostic>> {
+    let mut array = Vec::new();
+    for outcome in outcomes {
+        array.extend(trees(outcome)?.iter().map(|n| n.to_json()));
+    }
     let mut text = serde_json::to_string_pretty(&array).unwrap_or_else(|_| "[]".into());
     text.push('\n');
     Ok(text)

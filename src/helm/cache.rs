@@ -85,6 +85,7 @@ pub struct Cache {
     warned_unwritable: AtomicBool,
     /// Entries this run wrote (then the size bound is checked at the end).
     writes: AtomicUsize,
+    progress: crate::progress::Progress,
 }
 
 /// What one eviction did (logged at debug level).
@@ -180,7 +181,13 @@ impl Cache {
             misses: AtomicUsize::new(0),
             warned_unwritable: AtomicBool::new(false),
             writes: AtomicUsize::new(0),
+            progress: crate::progress::Progress::default(),
         }
+    }
+
+    /// The cache, counting each release it renders or finds into `progress`.
+    pub fn with_progress(self, progress: crate::progress::Progress) -> Cache {
+        Cache { progress, ..self }
     }
 
     /// Runs `helm template` through the cache; the output comes classified.
@@ -191,18 +198,21 @@ impl Cache {
             self.key(t)
         };
         let Some(key) = key else {
+            self.progress.release(false);
             return helm.template(t).map(Output::classify);
         };
         if self.mode == Mode::ReadWrite {
             if let Some(output) = self.read(&key) {
                 debug!(release = t.release, key = %&key[..16], "cache hit");
                 self.hits.fetch_add(1, Ordering::Relaxed);
+                self.progress.release(true);
                 helm.take_output(output.raw.len())?;
                 return Ok(output);
             }
         }
         debug!(release = t.release, key = %&key[..16], "cache miss");
         self.misses.fetch_add(1, Ordering::Relaxed);
+        self.progress.release(false);
         let output = Output::classify(helm.template(t)?);
         self.write(&key, &output);
         Ok(output)

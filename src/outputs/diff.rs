@@ -150,8 +150,10 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
         }
         _ => req.apps.clone(),
     };
+    req.engine.progress.add_apps(apps.len());
     for app in apps {
         if !root.join(&app).exists() {
+            req.engine.progress.app_done();
             continue;
         }
         out.present.push(app.clone());
@@ -174,6 +176,7 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
                 ..req.engine.clone()
             }),
         };
+        req.engine.progress.app_done();
         if rendered.diagnostics.iter().any(Diagnostic::is_error) {
             let catalog = rendered.catalog;
             return Err(rendered

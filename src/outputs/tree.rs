@@ -79,15 +79,7 @@ pub fn run(req: &Request) -> Outcome {
     // The run's own problems, against the session's catalog; apps bring their own. Loading the
     // project comes first: `nyl.toml`'s problems stop the run, other targets' files warn.
     let mut own: Vec<Diagnostic> = session.diagnostics.clone();
-    // `--allow-empty` turns every "nothing here" error into a warning.
-    let empty = |d: Diagnostic| Diagnostic {
-        severity: if req.allow_empty {
-            Severity::Warning
-        } else {
-            d.severity
-        },
-        ..d
-    };
+    let empty = |d: Diagnostic| allowed_empty(d, req.allow_empty);
     let scan = scan::Tree::scan(&session.project, &session.project.root);
     let layout_apps = session.layout_apps();
     let mut planned: Vec<(String, Vec<String>)> = Vec::new();
@@ -109,35 +101,28 @@ pub fn run(req: &Request) -> Outcome {
                  anything and no layout app names a target; the tree would be empty",
             )));
         }
-    } else {
-        let loaded = session.loaded;
-        for name in &req.targets {
-            if let Err(problems) = session.select(name, loaded) {
-                // Its own file's problems, demoted while no target was selected, are errors now.
-                for p in problems {
-                    let same =
-                        |d: &Diagnostic| (d.code, d.loc, &d.message) == (p.code, p.loc, &p.message);
-                    own.retain(|d| !same(d));
-                    own.push(p);
-                }
-                continue;
+        for (name, apps) in &planned {
+            if apps.is_empty() {
+                own.push(nothing_to_deploy(name, req.allow_empty));
             }
-            let found = target_apps(&session, &scan, &layout_apps, name);
-            found.unmatched.into_iter().for_each(|d| own.push(empty(d)));
-            planned.push((name.clone(), found.apps.into_iter().collect()));
+        }
+    } else {
+        for name in &req.targets {
+            if let Some(apps) = plan(
+                &session,
+                &scan,
+                &layout_apps,
+                name,
+                req.allow_empty,
+                &mut own,
+            ) {
+                planned.push((name.clone(), apps));
+            }
         }
     }
-    for (target, apps) in &planned {
-        if apps.is_empty() {
-            own.push(empty(Diagnostic::new(
-                Code::NothingToDeploy,
-                format!(
-                    "target {target:?} deploys no app: its spec.apps match nothing and no layout \
-                     app names it; the GitOps engine would prune everything it deployed"
-                ),
-            )));
-        }
-    }
+    req.engine
+        .progress
+        .add_apps(planned.iter().map(|(_, apps)| apps.len()).sum());
     for (target, apps) in &planned {
         let prefix = if req.all_targets {
             format!("{target}/")
@@ -145,15 +130,11 @@ pub fn run(req: &Request) -> Outcome {
             String::new()
         };
         let mut app_dirs = Vec::new();
-        // Apps render in parallel, sharing the cache; a lone app parallelises its own releases.
         let engine = render::Request {
-            jobs: if apps.len() > 1 { 1 } else { req.engine.jobs },
             allow_empty: req.allow_empty,
             ..req.engine.clone()
         };
-        let rendered_apps = render::parallel(apps, req.engine.jobs, |app| {
-            render_app(&engine, &session.project.root, target, app)
-        });
+        let rendered_apps = render_apps(&engine, &session.project.root, target, apps);
         let mut dirs: BTreeMap<String, &String> = BTreeMap::new();
         for app in apps {
             if let Some(other) = dirs.insert(app_dir(app), app) {
@@ -176,16 +157,11 @@ pub fn run(req: &Request) -> Outcome {
             };
             if rendered.diagnostics.iter().any(Diagnostic::is_error) {
                 let catalog = rendered.catalog;
-                // A problem of the whole app (`empty_render`) says which app it is.
-                let named = |d: Diagnostic| match (d.loc, &d.object) {
-                    (None, None) => d.object(format!("app {app}")),
-                    _ => d,
-                };
                 outcome.diagnostics.extend(
                     rendered
                         .diagnostics
                         .into_iter()
-                        .map(|d| (named(d), catalog.clone())),
+                        .map(|d| (named(d, app), catalog.clone())),
                 );
                 continue;
             }
@@ -219,17 +195,103 @@ pub fn run(req: &Request) -> Outcome {
     outcome
         .diagnostics
         .extend(own.into_iter().map(|d| (d, catalog.clone())));
-    // Each app's render reports the project's warnings again: once is enough.
-    let mut seen = std::collections::HashSet::new();
-    outcome
-        .diagnostics
-        .retain(|(d, catalog)| seen.insert(d.render(catalog)));
+    once_each(&mut outcome.diagnostics);
     // Fail closed: a tree with an app missing would make the GitOps engine prune it.
     if outcome.diagnostics.iter().any(|(d, _)| d.is_error()) {
         return outcome;
     }
     sync(&req.output, files, req.check, &mut outcome);
     outcome
+}
+
+/// `--allow-empty` turns every "nothing here" error into a warning.
+fn allowed_empty(d: Diagnostic, allow_empty: bool) -> Diagnostic {
+    Diagnostic {
+        severity: if allow_empty {
+            Severity::Warning
+        } else {
+            d.severity
+        },
+        ..d
+    }
+}
+
+/// A problem of a whole app (`empty_render`) says which app it is.
+pub(crate) fn named(d: Diagnostic, app: &str) -> Diagnostic {
+    match (d.loc, &d.object) {
+        (None, None) => d.object(format!("app {app}")),
+        _ => d,
+    }
+}
+
+/// Each problem once: every app's render reports the project's warnings again.
+pub(crate) fn once_each(diagnostics: &mut Vec<(Diagnostic, Catalog)>) {
+    let mut seen = std::collections::HashSet::new();
+    diagnostics.retain(|(d, catalog)| seen.insert(d.render(catalog)));
+}
+
+/// The apps target `name` deploys, in a stable order (sorted by path), or `None` when the target
+/// cannot be used. Its problems go to `own`: those of its own definition (errors, even where
+/// loading the project demoted them), `apps_glob_unmatched`, and `nothing_to_deploy` when it
+/// deploys no app (warnings with `allow_empty`).
+pub(crate) fn plan(
+    session: &Session,
+    scan: &scan::Tree,
+    layout_apps: &[crate::apps::LayoutApp],
+    name: &str,
+    allow_empty: bool,
+    own: &mut Vec<Diagnostic>,
+) -> Option<Vec<String>> {
+    if let Err(problems) = session.select(name, session.loaded) {
+        // Its own file's problems, demoted while no target was selected, are errors now.
+        for p in problems {
+            let same = |d: &Diagnostic| (d.code, d.loc, &d.message) == (p.code, p.loc, &p.message);
+            own.retain(|d| !same(d));
+            own.push(p);
+        }
+        return None;
+    }
+    let found = target_apps(session, scan, layout_apps, name);
+    own.extend(
+        found
+            .unmatched
+            .into_iter()
+            .map(|d| allowed_empty(d, allow_empty)),
+    );
+    if found.apps.is_empty() {
+        own.push(nothing_to_deploy(name, allow_empty));
+    }
+    Some(found.apps.into_iter().collect())
+}
+
+fn nothing_to_deploy(name: &str, allow_empty: bool) -> Diagnostic {
+    let d = Diagnostic::new(
+        Code::NothingToDeploy,
+        format!(
+            "target {name:?} deploys no app: its spec.apps match nothing and no layout app names \
+             it; the GitOps engine would prune everything it deployed"
+        ),
+    );
+    allowed_empty(d, allow_empty)
+}
+
+/// The apps, each rendered for `target`, in their order. Apps render in parallel, sharing the
+/// cache; a lone app parallelises its own releases. Each app done counts in the progress.
+pub(crate) fn render_apps(
+    engine: &render::Request,
+    root: &Path,
+    target: &str,
+    apps: &[String],
+) -> Vec<Option<render::Outcome>> {
+    let each = render::Request {
+        jobs: if apps.len() > 1 { 1 } else { engine.jobs },
+        ..engine.clone()
+    };
+    render::parallel(apps, engine.jobs, |app| {
+        let outcome = render_app(&each, root, target, app);
+        engine.progress.app_done();
+        outcome
+    })
 }
 
 /// One app rendered for one target; `engine.allow_empty` decides whether it may be empty.

@@ -22,7 +22,7 @@ use nyl_core::values::targets;
 #[derive(Clone, Debug)]
 pub struct Request {
     pub dir: PathBuf,
-    /// Only this DeploymentTarget.
+    /// Only the apps of this DeploymentTarget (or Cluster), its layout apps included.
     pub target: Option<String>,
     /// Render every app with Helm (`--no-render` turns it off).
     pub render: bool,
@@ -122,56 +122,63 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
     let app_files = check_objects(&mut project, &tree, &mut report, &mut issues);
     check_contracts(&mut project, &tree, &mut issues);
 
-    let selected: Vec<_> = project
-        .targets
-        .iter()
-        .filter(|t| req.target.as_ref().is_none_or(|n| *n == t.name))
-        .cloned()
-        .collect();
-    if let Some(name) = &req.target {
-        if selected.is_empty() && !project.clusters.iter().any(|c| c.name == *name) {
-            issues.add(
-                &Diagnostic::new(
-                    Code::TargetNotFound,
-                    format!("no DeploymentTarget is named {name:?}"),
-                ),
-                &project.catalog,
-                None,
-            );
-        }
-    }
-    let mut covered: BTreeSet<String> = BTreeSet::new();
     let mut apps = 0;
     let mut imports = ImportUse::default();
-    for target in &selected {
-        if let Err(d) = targets::select(&target.name, &project.clusters, &project.targets) {
-            issues.add(&d, &project.catalog, Some(&target.name));
-            continue;
+    let session = Session::start(&pipeline::Request {
+        root: Some(root.clone()),
+        ..Default::default()
+    })
+    .ok()
+    .map(|(session, _)| session);
+    let layout_apps = session
+        .as_ref()
+        .map(Session::layout_apps)
+        .unwrap_or_default();
+    let progress = &req.engine.progress;
+    if let Some(name) = &req.target {
+        // The target's apps, as render-tree renders them: its spec.apps and its layout apps.
+        let selected = targets::select(name, &project.clusters, &project.targets);
+        report.targets = usize::from(selected.is_ok());
+        match (selected, &session) {
+            (Err(d), _) => issues.add(&d, &project.catalog, Some(name)),
+            (Ok(_), Some(session)) => {
+                let found =
+                    crate::apps::target_apps::target_apps(session, &tree, &layout_apps, name);
+                issues.extend(&found.unmatched, &session.project.catalog, Some(name));
+                progress.add_apps(found.apps.len());
+                for app in &found.apps {
+                    apps += 1;
+                    check_app(req, &root, Some(name), app, &mut issues, &mut imports);
+                }
+            }
+            (Ok(_), None) => {}
         }
-        let (matched, unmatched) = crate::apps::target_apps::glob_apps(target, &tree);
-        issues.extend(&unmatched, &project.catalog, Some(&target.name));
-        for app in &matched {
-            apps += 1;
-            check_app(
-                req,
-                &root,
-                Some(&target.name),
-                app,
-                &mut issues,
-                &mut imports,
-            );
+    } else {
+        let mut covered: BTreeSet<String> = BTreeSet::new();
+        report.targets = project.targets.len();
+        for target in &project.targets {
+            if let Err(d) = targets::select(&target.name, &project.clusters, &project.targets) {
+                issues.add(&d, &project.catalog, Some(&target.name));
+                continue;
+            }
+            let (matched, unmatched) = crate::apps::target_apps::glob_apps(target, &tree);
+            issues.extend(&unmatched, &project.catalog, Some(&target.name));
+            progress.add_apps(matched.len());
+            for app in &matched {
+                apps += 1;
+                check_app(
+                    req,
+                    &root,
+                    Some(&target.name),
+                    app,
+                    &mut issues,
+                    &mut imports,
+                );
+            }
+            covered.extend(matched);
         }
-        covered.extend(matched);
-    }
-    // Layout apps name their own target (or none); they are checked once each.
-    if req.target.is_none() {
-        let layout_apps = match Session::start(&pipeline::Request {
-            root: Some(root.clone()),
-            ..Default::default()
-        }) {
-            Ok((session, _)) => session.layout_apps(),
-            Err(_) => Vec::new(),
-        };
+        // Layout apps name their own target (or none); they are checked once each.
+        progress.add_apps(layout_apps.len());
         for app in &layout_apps {
             apps += 1;
             check_app(req, &root, None, &app.dir, &mut issues, &mut imports);
@@ -189,7 +196,6 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
         }
     }
     imports.report(&mut issues);
-    report.targets = selected.len();
     report.apps = apps;
     report.issues = issues.list;
     Ok(report.finish(strict))
@@ -222,8 +228,10 @@ fn check_app(
         };
         let outcome = render::render(&request);
         issues.extend(&outcome.diagnostics, &outcome.catalog, target);
+        req.engine.progress.app_done();
         return;
     }
+    req.engine.progress.app_done();
     match started {
         Ok((mut session, entries)) => {
             let releases = entries.iter().filter_map(|e| match e {

@@ -77,13 +77,17 @@ fn diff_between_two_commits_shows_added_removed_and_changed_resources() {
     );
     assert!(!stdout.contains("hunter2"), "secret values never show");
 
-    // The working tree is the default head; --exit-code and markdown.
-    let (status, stdout, _) = nyl(
+    // The working tree is the default head; NYL_TARGET is --target; --exit-code and markdown.
+    // Without a terminal, stderr shows no progress.
+    let (status, stdout, stderr) = nyl(
         &repo,
-        &args("diff --base HEAD --target prod-eu-1 --exit-code"),
-        &[],
+        &args("diff --base HEAD --exit-code"),
+        &[("NYL_TARGET".to_string(), "prod-eu-1".to_string())],
     );
-    assert_eq!((status, stdout.as_str()), (0, "no changes\n"));
+    assert_eq!(
+        (status, stdout.as_str(), stderr.as_str()),
+        (0, "no changes\n", "")
+    );
     edit(&repo.join("apps/credentials.yaml"), "hunter2", "hunter3");
     let (status, stdout, _) = nyl(
         &repo,

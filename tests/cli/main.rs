@@ -12,6 +12,7 @@ use std::process::Command;
 
 mod cache;
 mod coalesce;
+mod conventions;
 mod diff;
 mod flux;
 mod fuzz_regressions;
@@ -37,6 +38,8 @@ struct Case {
     cwd: Option<String>,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    /// One line for nyl's standard input (`-f -`).
+    stdin: Option<String>,
 }
 
 fn parse_case(text: &str) -> Case {
@@ -45,6 +48,7 @@ fn parse_case(text: &str) -> Case {
     let mut cwd = None;
     let mut args = Vec::new();
     let mut env = Vec::new();
+    let mut stdin = None;
     for line in header
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -61,6 +65,7 @@ fn parse_case(text: &str) -> Case {
                 let (k, v) = value.split_once('=').expect("env: KEY=VALUE");
                 env.push((k.to_string(), v.to_string()));
             }
+            "stdin" => stdin = Some(format!("{value}\n")),
             other => panic!("unknown case header key {other:?}"),
         }
     }
@@ -70,11 +75,23 @@ fn parse_case(text: &str) -> Case {
         cwd,
         args,
         env,
+        stdin,
     }
 }
 
 /// Runs `nyl` in `dir` with a clean environment (no inherited RUST_LOG, Argo CD or nyl variables).
 pub fn nyl(dir: &Path, args: &[String], env: &[(String, String)]) -> (i32, String, String) {
+    nyl_with_stdin(dir, args, env, None)
+}
+
+/// [`nyl`], with `stdin` as its standard input (else an empty one).
+pub fn nyl_with_stdin(
+    dir: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    stdin: Option<&str>,
+) -> (i32, String, String) {
+    use std::io::Write;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nyl"));
     cmd.current_dir(dir).args(args).env_clear();
     if let Ok(path) = std::env::var("PATH") {
@@ -87,7 +104,15 @@ pub fn nyl(dir: &Path, args: &[String], env: &[(String, String)]) -> (i32, Strin
     let home = tempdir("home");
     cmd.env("HOME", &home);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    let out = cmd.output().expect("run nyl");
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("run nyl");
+    let mut input = child.stdin.take().expect("stdin");
+    // A command that reads no stdin may exit before taking it: a closed pipe is no failure.
+    let _ = input.write_all(stdin.unwrap_or_default().as_bytes());
+    drop(input);
+    let out = child.wait_with_output().expect("run nyl");
     let text = |b: Vec<u8>| {
         String::from_utf8(b)
             .expect("utf-8 output")
@@ -113,7 +138,8 @@ fn run_case(name: &str) {
         .cwd
         .as_ref()
         .map_or(case.repo.clone(), |c| case.repo.join(c));
-    let (status, stdout, stderr) = nyl(&dir, &case.args, &case.env);
+    let (status, stdout, stderr) =
+        nyl_with_stdin(&dir, &case.args, &case.env, case.stdin.as_deref());
     let actual = format!("{}{}", case.header, render(status, &stdout, &stderr));
     if golden::blessed(name) {
         fs::write(&path, &actual).expect("bless");
@@ -158,6 +184,32 @@ cases! {
     classify_misnamed_contract,
     classify_nyl_lookalikes,
     classify_values_and_kustomization,
+    conv_chdir,
+    conv_explain_values_files,
+    conv_chdir_missing,
+    conv_namespace_short,
+    conv_render_target_apps,
+    conv_render_target_apps_json,
+    conv_render_target_dir_narrows,
+    conv_render_target_duplicate_across_apps,
+    conv_render_target_layout_apps,
+    conv_render_target_path_narrows,
+    conv_render_tree_all_targets_env,
+    conv_render_tree_cluster,
+    conv_render_tree_target_env,
+    conv_target_env,
+    conv_target_nothing_to_deploy,
+    conv_target_values_files_ambiguous,
+    conv_validate_target_cluster,
+    conv_validate_target_env,
+    conv_values_file_missing,
+    conv_values_file_not_mapping,
+    conv_values_files,
+    conv_values_stdin,
+    conv_values_target_apps,
+    conv_values_target_apps_json,
+    conv_verbose,
+    conv_verbose_rust_log_wins,
     errors_alias_bomb,
     errors_cluster_not_found,
     errors_conflict,

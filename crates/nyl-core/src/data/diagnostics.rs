@@ -140,8 +140,9 @@ codes! {
     AppNotFound = "app_not_found", Error, Input;
     /// A `Release`'s `spec.include` names a file that does not exist (or is no file).
     IncludeNotFound = "include_not_found", Error, Input;
-    /// Runtime `values` were given for an app with several releases, where it is not clear which
-    /// one they are for.
+    /// Runtime chart values (`-f` files, `--values-yaml`, the plugin's `values` parameter) were
+    /// given for an app with several releases, or for every app of a target that deploys several,
+    /// where it is not clear which one they are for.
     AmbiguousRuntimeValues = "ambiguous_runtime_values", Error, Input;
     /// The values a chart would receive violate its `values.schema.json`. Found before Helm runs,
     /// so the message names the layer and the file and line that set the offending value. Helm's

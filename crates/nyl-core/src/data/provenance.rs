@@ -44,8 +44,11 @@ pub enum Layer {
     ImportPath { index: u32 },
     /// A layout's values file (the file is the node's location), number `index` of the layout.
     LayerFile { index: u32 },
-    /// Values given at run time: the `values` or `target-values` parameter or flag.
+    /// Values given at run time as YAML strings: the `values` or `target-values` parameter, the
+    /// `--values-yaml` or `--target-values` flag.
     Runtime { target: bool },
+    /// A values file given at run time (`-f FILE`, `-f -` for stdin); the node's location is in it.
+    ValuesFile,
     /// The chart's own `values.yaml`.
     ChartDefault,
 }

@@ -29,6 +29,7 @@ pub fn describe(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> Stri
         Layer::LayerFile { index } => format!("layer {} {at}", index + 1),
         Layer::Runtime { target: false } => "runtime values".to_string(),
         Layer::Runtime { target: true } => "runtime target values".to_string(),
+        Layer::ValuesFile => format!("values file {at}"),
         Layer::ChartDefault => format!("chart default {at}"),
         Layer::Written => at,
     }
@@ -91,14 +92,15 @@ pub fn to_yaml(
     out
 }
 
-/// One JSON array; with `explain`, each element has `sources`: pointer -> where the leaf came from.
+/// The elements of one JSON array; with `explain`, each has `sources`: pointer -> where the leaf
+/// came from.
 pub fn to_json(
     items: &[InvocationValues],
     explain: bool,
     effective: &[Option<Node>],
     catalog: &Catalog,
-) -> String {
-    let array: Vec<_> = items
+) -> Vec<serde_json::Value> {
+    items
         .iter()
         .enumerate()
         .map(|(i, item)| {
@@ -132,10 +134,7 @@ pub fn to_json(
             }
             obj
         })
-        .collect();
-    let mut text = serde_json::to_string_pretty(&array).unwrap_or_else(|_| "[]".into());
-    text.push('\n');
-    text
+        .collect()
 }
 
 fn source_json(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> serde_json::Value {
@@ -149,6 +148,7 @@ fn source_json(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> serde
         Layer::LayerFile { .. } => ("layer_file", None, None),
         Layer::Runtime { target: false } => ("runtime", None, None),
         Layer::Runtime { target: true } => ("runtime_target_values", None, None),
+        Layer::ValuesFile => ("values_file", None, None),
         Layer::ChartDefault => ("chart_default", None, None),
         Layer::Written => ("written", None, None),
     };

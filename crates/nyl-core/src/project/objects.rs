@@ -348,37 +348,49 @@ pub fn duplicate_objects<'a>(
         std::collections::HashMap::new();
     let mut out = Vec::new();
     for (head, loc) in docs {
-        let text = |s: &Option<String>| s.clone().unwrap_or_default();
-        let name = text(&head.name);
-        if name.is_empty() {
-            continue; // generateName: the server names it.
-        }
-        let api = text(&head.api_version);
-        let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
-        let kind = text(&head.kind);
-        let namespace = text(&head.namespace);
-        let key = (group, kind.clone(), namespace.clone(), name.clone());
-        if let Some(first) = seen.insert(key, loc) {
-            let ns = if namespace.is_empty() {
-                String::new()
-            } else {
-                format!(" in namespace {namespace:?}")
-            };
+        let Some(key) = object_key(head) else {
+            continue;
+        };
+        if let Some(first) = seen.insert(key.clone(), loc) {
             out.push(
-                Diagnostic::new(
-                    Code::DuplicateObject,
-                    format!(
-                        "{kind} {name:?}{ns} is output twice by one app; the GitOps engine would \
-                         apply one over the other. Remove or rename one"
-                    ),
-                )
-                .at(loc)
-                .related(first)
-                .object(format!("{kind}/{name}")),
+                duplicate_object(&key, "is output twice by one app")
+                    .at(loc)
+                    .related(first),
             );
         }
     }
     out
+}
+
+/// What identifies an object to the cluster: group, kind, namespace, name; `None` for one that
+/// the server names (`generateName`).
+pub fn object_key(head: &crate::data::yaml::Head) -> Option<(String, String, String, String)> {
+    let text = |s: &Option<String>| s.clone().unwrap_or_default();
+    let name = text(&head.name);
+    if name.is_empty() {
+        return None;
+    }
+    let api = text(&head.api_version);
+    let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
+    Some((group, text(&head.kind), text(&head.namespace), name))
+}
+
+/// `duplicate_object` for the object `key`, which `how` (`is output twice by one app`).
+pub fn duplicate_object(key: &(String, String, String, String), how: &str) -> Diagnostic {
+    let (_, kind, namespace, name) = key;
+    let ns = if namespace.is_empty() {
+        String::new()
+    } else {
+        format!(" in namespace {namespace:?}")
+    };
+    Diagnostic::new(
+        Code::DuplicateObject,
+        format!(
+            "{kind} {name:?}{ns} {how}; the GitOps engine would apply one over the other. Remove \
+             or rename one"
+        ),
+    )
+    .object(format!("{kind}/{name}"))
 }
 
 /// Holds `doc` to `shape`; `Err` with every problem when it does not fit.

@@ -1,0 +1,284 @@
+//! `nyl render --target T` and `nyl values --target T` without paths: every app the target
+//! deploys (its `spec.apps`, and the layout apps that name it), as `nyl render-tree` finds them,
+//! in their order (sorted by path), each on its own as `render-tree` renders it. Directories given
+//! with the target narrow it to its apps below them, when each is no app itself and holds some.
+
+use std::path::PathBuf;
+
+use crate::apps::pipeline::{self, Session};
+use crate::expansion::render;
+use crate::outputs::tree;
+use crate::project;
+use crate::project::scan;
+use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::data::provenance::Catalog;
+use nyl_core::project::objects;
+
+/// Per app, in order, what the command made of it; and every problem of the run, each with the
+/// catalog it points into, each once. Callers print the apps only without errors.
+pub(super) struct Outcome<T> {
+    pub(super) target: String,
+    pub(super) apps: Vec<(String, T)>,
+    pub(super) diagnostics: Vec<(Diagnostic, Catalog)>,
+}
+
+impl<T> Outcome<T> {
+    pub(super) fn failed(&self) -> bool {
+        self.diagnostics.iter().any(|(d, _)| d.is_error())
+    }
+}
+
+/// What the paths of a run with a target stand for.
+enum Plan {
+    /// The target's apps (those below the paths, when there are paths), in the project `root`;
+    /// `None` when the project or the target cannot be used (the problems say why).
+    Apps(Option<(PathBuf, Vec<String>)>),
+    /// The paths are read as apps themselves, as without a target.
+    Paths,
+}
+
+/// The target's apps, and the problems of finding them. With paths, each must be a directory
+/// that is neither one of the target's apps nor a layout app and holds some of the target's
+/// apps; otherwise the paths are read as apps ([`Plan::Paths`]).
+fn plan(
+    inputs: &pipeline::Request,
+    target: &str,
+    allow_empty: bool,
+) -> (Plan, Vec<(Diagnostic, Catalog)>) {
+    let narrowing = !inputs.paths.is_empty();
+    if narrowing && !inputs.paths.iter().all(|p| p.is_dir()) {
+        return (Plan::Paths, Vec::new());
+    }
+    // The project of the first directory, as for any path; no app is read yet.
+    let root = match (&inputs.root, inputs.paths.first()) {
+        (None, Some(first)) => match project::find_root(first) {
+            Ok(root) => Some(root),
+            Err(_) => return (Plan::Paths, Vec::new()),
+        },
+        (root, _) => root.clone(),
+    };
+    let start = Session::start(&pipeline::Request {
+        root,
+        paths: Vec::new(),
+        target: None,
+        values: Vec::new(),
+        target_values: None,
+        ..inputs.clone()
+    });
+    let session = match start {
+        Ok((session, _)) => session,
+        Err(_) if narrowing => return (Plan::Paths, Vec::new()),
+        Err((catalog, diags)) => {
+            let diags = diags.into_iter().map(|d| (d, catalog.clone())).collect();
+            return (Plan::Apps(None), diags);
+        }
+    };
+    let mut own = session.diagnostics.clone();
+    let scan = scan::Tree::scan(&session.project, &session.project.root);
+    let layout_apps = session.layout_apps();
+    let mut apps = tree::plan(&session, &scan, &layout_apps, target, allow_empty, &mut own);
+    if narrowing {
+        let Some(below) = apps.as_ref().and_then(|apps| {
+            let is_layout_app = |dir: &str| layout_apps.iter().any(|a| a.dir == dir);
+            below(&session, apps, &inputs.paths, &is_layout_app)
+        }) else {
+            return (Plan::Paths, Vec::new());
+        };
+        apps = Some(below);
+    }
+    if let Some(apps) = apps.as_ref().filter(|apps| apps.len() > 1) {
+        if !inputs.values.is_empty() {
+            own.push(Diagnostic::new(
+                Code::AmbiguousRuntimeValues,
+                format!(
+                    "runtime values were given, but target {target:?} deploys {} apps here, so \
+                     it is not clear which one they are for; name the app (its path)",
+                    apps.len()
+                ),
+            ));
+        }
+    }
+    let catalog = &session.project.catalog;
+    let own = own.into_iter().map(|d| (d, catalog.clone())).collect();
+    let root = session.project.root.clone();
+    (Plan::Apps(apps.map(|apps| (root, apps))), own)
+}
+
+/// The apps below the directories `dirs`, when every directory is no app itself (neither one of
+/// `apps` nor a layout app) and holds some of them; `None` otherwise.
+fn below(
+    session: &Session,
+    apps: &[String],
+    dirs: &[PathBuf],
+    is_layout_app: &dyn Fn(&str) -> bool,
+) -> Option<Vec<String>> {
+    let mut prefixes = Vec::new();
+    for dir in dirs {
+        let real = session.project.inside(dir).ok()?;
+        let rel = session.project.display_path(&real).replace('\\', "/");
+        let rel = if real == session.project.root {
+            String::new()
+        } else {
+            rel
+        };
+        if apps.contains(&rel) || is_layout_app(&rel) {
+            return None;
+        }
+        prefixes.push(rel);
+    }
+    let under = |app: &String, p: &String| {
+        p.is_empty()
+            || app
+                .strip_prefix(p.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+    };
+    if !prefixes.iter().all(|p| apps.iter().any(|a| under(a, p))) {
+        return None;
+    }
+    Some(
+        apps.iter()
+            .filter(|a| prefixes.iter().any(|p| under(a, p)))
+            .cloned()
+            .collect(),
+    )
+}
+
+/// Every app of the target rendered (`req.inputs.target` names it). Fail closed: with any error,
+/// nothing is to be printed.
+/// `None` when the paths are to be read as apps themselves.
+pub(super) fn render(req: &render::Request, target: &str) -> Option<Outcome<render::Outcome>> {
+    let (planned, mut diagnostics) = match plan(&req.inputs, target, req.allow_empty) {
+        (Plan::Apps(planned), diagnostics) => (planned, diagnostics),
+        (Plan::Paths, _) => return None,
+    };
+    let mut apps = Vec::new();
+    // Fail closed before Helm runs: the run's own problems stop it, as they stop a render.
+    let failed = diagnostics.iter().any(|(d, _)| d.is_error());
+    if let Some((root, names)) = planned.filter(|_| !failed) {
+        req.progress.add_apps(names.len());
+        let rendered = tree::render_apps(req, &root, target, &names);
+        for (app, outcome) in names.into_iter().zip(rendered) {
+            let Some(mut outcome) = outcome else {
+                let d = Diagnostic::new(
+                    Code::IoError,
+                    format!("internal error: the render of {app} failed"),
+                );
+                diagnostics.push((d, Catalog::default()));
+                continue;
+            };
+            add(
+                &mut diagnostics,
+                &app,
+                &mut outcome.diagnostics,
+                &outcome.catalog,
+            );
+            apps.push((app, outcome));
+        }
+        diagnostics.extend(
+            duplicates_across(&apps)
+                .into_iter()
+                .map(|d| (d, Catalog::default())),
+        );
+    }
+    Some(finish(target, apps, diagnostics))
+}
+
+/// `duplicate_object` for an object that two apps of the target render: in one stream (and on
+/// the cluster) one would be applied over the other. Each app's own repeats it reports itself.
+fn duplicates_across(apps: &[(String, render::Outcome)]) -> Vec<Diagnostic> {
+    let mut seen = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for (app, outcome) in apps {
+        let keys: std::collections::BTreeSet<_> = outcome
+            .manifests
+            .iter()
+            .filter_map(|m| objects::object_key(&m.head))
+            .collect();
+        for key in keys {
+            if let Some(first) = seen.insert(key.clone(), app) {
+                let how = format!("is rendered by apps {first} and {app}");
+                out.push(objects::duplicate_object(&key, &how));
+            }
+        }
+    }
+    out
+}
+
+/// The values of every app of the target, as `nyl values` gives them for one app; `None` when
+/// the paths are to be read as apps themselves.
+pub(super) fn values(
+    inputs: &pipeline::Request,
+    target: &str,
+    explain: bool,
+) -> Option<Outcome<super::values::Outcome>> {
+    let (planned, mut diagnostics) = match plan(inputs, target, false) {
+        (Plan::Apps(planned), diagnostics) => (planned, diagnostics),
+        (Plan::Paths, _) => return None,
+    };
+    let mut apps = Vec::new();
+    let failed = diagnostics.iter().any(|(d, _)| d.is_error());
+    if let Some((root, names)) = planned.filter(|_| !failed) {
+        for app in names {
+            let request = pipeline::Request {
+                paths: vec![root.join(&app)],
+                root: Some(root.clone()),
+                target: Some(target.to_string()),
+                ..inputs.clone()
+            };
+            let mut outcome = super::values::evaluate(&request, explain);
+            // An app of plain manifests has no invocations, and that is no problem here.
+            outcome
+                .diagnostics
+                .retain(|d| d.code != Code::NoInvocations);
+            add(
+                &mut diagnostics,
+                &app,
+                &mut outcome.diagnostics,
+                &outcome.catalog,
+            );
+            apps.push((app, outcome));
+        }
+        if apps.iter().all(|(_, o)| o.items.is_empty()) {
+            let d = Diagnostic::new(
+                Code::NoInvocations,
+                format!("the apps of target {target:?} hold no component invocations"),
+            );
+            diagnostics.push((d, Catalog::default()));
+        }
+    }
+    Some(finish(target, apps, diagnostics))
+}
+
+/// Moves an app's problems into the run's, in a stable order, naming the app where the problem
+/// has no place of its own.
+fn add(
+    into: &mut Vec<(Diagnostic, Catalog)>,
+    app: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+    catalog: &Catalog,
+) {
+    nyl_core::data::diagnostics::sort(diagnostics, catalog);
+    into.extend(
+        std::mem::take(diagnostics)
+            .into_iter()
+            .map(|d| (tree::named(d, app), catalog.clone())),
+    );
+}
+
+fn finish<T>(
+    target: &str,
+    apps: Vec<(String, T)>,
+    mut diagnostics: Vec<(Diagnostic, Catalog)>,
+) -> Outcome<T> {
+    tree::once_each(&mut diagnostics);
+    Outcome {
+        target: target.to_string(),
+        apps,
+        diagnostics,
+    }
+}
+
+/// The comment line that opens an app's part of the output: `# app: apps/db.yaml, target prod`.
+pub(super) fn header(app: &str, target: &str) -> String {
+    format!("# app: {app}, target {target}\n")
+}
