@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::apps::pipeline::{self, Session};
 use crate::helm::cache::{self, Cache};
+use crate::helm::remote::{self, Stop};
 use crate::helm::{Failure, Helm, Template};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::ObjectName;
@@ -250,28 +251,28 @@ impl Tree<'_> {
                     }
                 })
                 .collect();
-            let outputs = parallel(&templates, req.jobs, |t| cache.template(&helm, t))
-                .into_iter()
-                .map(|o| {
-                    o.unwrap_or_else(|| {
-                        Err(Failure::Failed(
-                            "internal error: the render thread failed".to_string(),
-                        ))
-                    })
-                });
+            let max_schema_bytes = limits.max_total_bytes;
+            let outputs = parallel(&templates, req.jobs, |t| match t.chart {
+                ChartSpec::Local(_) => cache.template(&helm, t).map_err(Stop::Template),
+                ChartSpec::Remote(remote) => {
+                    remote::render(&cache, &helm, t, remote, max_schema_bytes)
+                }
+            })
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| {
+                    Err(Stop::Template(Failure::Failed(
+                        "internal error: the render thread failed".to_string(),
+                    )))
+                })
+            });
             let mut next = Vec::new();
             for (i, output) in pending.iter().copied().zip(outputs) {
                 match output {
                     Ok(output) => next.extend(self.expand(i, &output)),
-                    Err(failure) => {
-                        let v = &self.jobs[i].release.values;
-                        let d = Diagnostic::new(
-                            failure.code(),
-                            format!("helm template {} {failure}", v.chart),
-                        )
-                        .at(v.loc)
-                        .object(ObjectName::new(&v.kind, &v.name).to_string());
-                        self.session.diagnostics.push(d);
+                    Err(stop) => {
+                        let problems = self.stopped(i, stop);
+                        self.session.diagnostics.extend(problems);
                     }
                 }
             }
@@ -285,6 +286,29 @@ impl Tree<'_> {
                 .extend(nyl_core::values::coalesce::rules_warning(&helm.version));
         }
         ok && !self.session.has_errors_after(skip)
+    }
+
+    /// The diagnostics of a job that gave no output.
+    fn stopped(&mut self, i: usize, stop: Stop) -> Vec<Diagnostic> {
+        let v = &self.jobs[i].release.values;
+        let object = ObjectName::new(&v.kind, &v.name).to_string();
+        let (command, failure) = match stop {
+            Stop::Pull(failure) => ("pull", failure),
+            Stop::Template(failure) => ("template", failure),
+            Stop::Refused(problems) => {
+                let (loc, project) = (v.loc, &mut self.session.project);
+                return project
+                    .schema_reference_problems(problems)
+                    .into_iter()
+                    .map(|d| d.related(loc).object(&object))
+                    .collect();
+            }
+        };
+        let d = Diagnostic::new(
+            failure.code(),
+            format!("helm {command} {} {failure}", v.chart),
+        );
+        vec![d.at(v.loc).object(object)]
     }
 
     /// Checks a job against cycles and the depth limit before it is rendered.

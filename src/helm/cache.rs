@@ -192,14 +192,32 @@ impl Cache {
 
     /// Runs `helm template` through the cache; the output comes classified.
     pub fn template(&self, helm: &Helm, t: &Template<'_>) -> Result<Output, Failure> {
+        self.render(helm, t, |keyed| {
+            if !keyed {
+                self.progress.release(false);
+            }
+            helm.template(t).map(Output::classify)
+        })
+    }
+
+    /// The output of `t` from the cache, else from `miss`, which is told whether its output will
+    /// be stored under `t`'s key (a remote chart is rendered from a pulled copy: see
+    /// [`crate::helm::remote`]). A release with a key is counted into `progress` here; one
+    /// without is `miss`'s to count (a remote chart's is counted when its pulled copy is
+    /// rendered).
+    pub fn render<E: From<Failure>>(
+        &self,
+        helm: &Helm,
+        t: &Template<'_>,
+        miss: impl FnOnce(bool) -> Result<Output, E>,
+    ) -> Result<Output, E> {
         let key = if self.mode == Mode::Off {
             None
         } else {
             self.key(t)
         };
         let Some(key) = key else {
-            self.progress.release(false);
-            return helm.template(t).map(Output::classify);
+            return miss(false);
         };
         if self.mode == Mode::ReadWrite {
             if let Some(output) = self.read(&key) {
@@ -213,7 +231,7 @@ impl Cache {
         debug!(release = t.release, key = %&key[..16], "cache miss");
         self.misses.fetch_add(1, Ordering::Relaxed);
         self.progress.release(false);
-        let output = Output::classify(helm.template(t)?);
+        let output = miss(true)?;
         self.write(&key, &output);
         Ok(output)
     }

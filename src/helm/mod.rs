@@ -9,6 +9,7 @@
 //! their values as `--flag=value`, and `--` comes before the positional release and chart.
 
 pub mod cache;
+pub mod remote;
 pub mod values_schema;
 
 use std::ffi::OsString;
@@ -18,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 
@@ -49,8 +50,12 @@ pub struct Helm {
     pub version: String,
     /// Version, size and modification time: what the render cache keys the binary by.
     pub identity: String,
-    /// How long one `helm template` may run.
+    /// How long one release may take in Helm: one `helm template`, or a remote chart's
+    /// `helm pull` and `helm template` together.
     timeout: Duration,
+    /// When the release this helm serves must be done ([`Helm::for_release`]); `None`: each
+    /// process gets the whole `timeout`.
+    deadline: Option<Instant>,
     /// The bytes of Helm output this render may still take in, all releases together.
     output_left: Arc<AtomicU64>,
     /// The budget it started with, for messages.
@@ -176,8 +181,25 @@ impl Helm {
             identity: format!("{version} {identity}"),
             version,
             timeout,
+            deadline: None,
             output_left: Arc::new(AtomicU64::new(max_output)),
             max_output,
+        })
+    }
+
+    /// The same helm, its processes from now on sharing one deadline (`timeout` from now): the
+    /// `helm pull` and `helm template` of a remote chart are one release's time together.
+    pub fn for_release(&self) -> Helm {
+        Helm {
+            deadline: Some(Instant::now() + self.timeout),
+            ..self.clone()
+        }
+    }
+
+    /// The time the next process may take.
+    fn time_left(&self) -> Duration {
+        self.deadline.map_or(self.timeout, |d| {
+            d.saturating_duration_since(Instant::now())
         })
     }
 
@@ -189,6 +211,7 @@ impl Helm {
             version: version.into(),
             identity: identity.into(),
             timeout: DEFAULT_TIMEOUT,
+            deadline: None,
             output_left: Arc::new(AtomicU64::new(0)),
             max_output: 0,
         }
@@ -241,26 +264,79 @@ impl Helm {
         debug!(release = t.release, ?args, "helm template");
         let mut cmd = Command::new(&self.path);
         cmd.args(&args);
-        let done = process::run(
+        let stdout = self.run(
             &mut cmd,
             t.values_json.as_bytes().to_vec(),
-            self.timeout,
-            &self.output_left,
-        )
-        .map_err(|stopped| match stopped {
-            Stopped::Io(e) => Failure::Failed(format!("cannot run {}: {e}", self.path.display())),
-            Stopped::TimedOut => Failure::TimedOut(self.timeout),
-            Stopped::OutputTooLarge => Failure::OutputTooLarge(self.max_output),
-        })?;
+            (&self.output_left, self.max_output),
+            t.release,
+        )?;
+        String::from_utf8(stdout)
+            .map_err(|_| Failure::Failed("helm printed output that is not UTF-8".to_string()))
+    }
+
+    /// The arguments of `helm pull` for a remote chart, written into `destination`. As for
+    /// `helm template`: every flag with its value after `=`, the chart after `--`.
+    pub fn pull_args(remote: &RemoteChart, destination: &Path) -> Vec<OsString> {
+        let (repo, chart) = remote_chart(remote);
+        let mut args: Vec<OsString> = vec!["pull".into()];
+        if let Some(repo) = repo {
+            args.push(format!("--repo={repo}").into());
+        }
+        if let Some(version) = &remote.version {
+            args.push(format!("--version={version}").into());
+        }
+        let mut dest = OsString::from("--destination=");
+        dest.push(destination);
+        args.extend([dest, "--".into(), chart.into()]);
+        args
+    }
+
+    /// Runs `helm pull` for a remote chart into `destination`, with Helm's cache (the
+    /// repository index it downloads) in `cache_home`; `release` names the release in logs.
+    pub fn pull(
+        &self,
+        remote: &RemoteChart,
+        destination: &Path,
+        cache_home: &Path,
+        release: &str,
+    ) -> Result<(), Failure> {
+        let args = Self::pull_args(remote, destination);
+        debug!(release, ?args, "helm pull");
+        let mut cmd = Command::new(&self.path);
+        cmd.args(&args).env("HELM_CACHE_HOME", cache_home);
+        // What `helm pull` prints is no render output: a budget of its own.
+        let budget = AtomicU64::new(PROBE_MAX_BYTES);
+        self.run(&mut cmd, Vec::new(), (&budget, PROBE_MAX_BYTES), release)
+            .map(drop)
+    }
+
+    /// Runs one Helm process within the time left and the stdout budget (what is left of it, and
+    /// its size for messages); its stdout when it succeeded.
+    fn run(
+        &self,
+        cmd: &mut Command,
+        stdin: Vec<u8>,
+        (budget, max): (&AtomicU64, u64),
+        release: &str,
+    ) -> Result<Vec<u8>, Failure> {
+        let done =
+            process::run(cmd, stdin, self.time_left(), budget).map_err(
+                |stopped| match stopped {
+                    Stopped::Io(e) => {
+                        Failure::Failed(format!("cannot run {}: {e}", self.path.display()))
+                    }
+                    Stopped::TimedOut => Failure::TimedOut(self.timeout),
+                    Stopped::OutputTooLarge => Failure::OutputTooLarge(max),
+                },
+            )?;
         if !done.status.success() {
             return Err(Failure::Failed(done.stderr.text(trim_stderr)));
         }
         let warnings = done.stderr.text(str::to_string);
         for line in warnings.lines().filter(|l| !l.trim().is_empty()) {
-            warn!(release = t.release, "helm: {line}");
+            warn!(release, "helm: {line}");
         }
-        String::from_utf8(done.stdout)
-            .map_err(|_| Failure::Failed("helm printed output that is not UTF-8".to_string()))
+        Ok(done.stdout)
     }
 
     /// Takes output that did not come from a Helm process this run (a cache hit) from the

@@ -172,13 +172,8 @@ impl Project {
                 && (schema_files::is_schema(path) || schema_files::is_package(path))
             {
                 let max = self.config.limits.max_total_bytes;
-                for (file, message) in schema_files::schema_file_problems(path, &shown, max) {
-                    let file = self.catalog.add_file(file);
-                    problems.push(
-                        Diagnostic::new(Code::ExternalSchemaReference, message)
-                            .at(Loc::new(file, 0)),
-                    );
-                }
+                let found = schema_files::schema_file_problems(path, &shown, max);
+                problems.extend(self.schema_reference_problems(found));
             }
         }
         self.checked_charts
@@ -188,6 +183,18 @@ impl Project {
         } else {
             Err(problems)
         }
+    }
+
+    /// `external_schema_reference` for each problem [`schema_files::schema_file_problems`]
+    /// found, at the file it names.
+    pub fn schema_reference_problems(&mut self, found: Vec<(String, String)>) -> Vec<Diagnostic> {
+        found
+            .into_iter()
+            .map(|(file, message)| {
+                let file = self.catalog.add_file(file);
+                Diagnostic::new(Code::ExternalSchemaReference, message).at(Loc::new(file, 0))
+            })
+            .collect()
     }
 
     fn load_chart_values(&mut self, dir: &Path) -> Result<ChartValues, Vec<Diagnostic>> {

@@ -66,7 +66,7 @@ fn a_schema_ref_to_a_local_file_is_refused_before_helm_runs() {
 }
 
 /// Whether a connection reaches `listener` within `wait`.
-fn connected(listener: &TcpListener, wait: Duration) -> bool {
+pub(super) fn connected(listener: &TcpListener, wait: Duration) -> bool {
     let deadline = Instant::now() + wait;
     loop {
         match listener.accept() {
