@@ -166,15 +166,25 @@ fn scan_package(
     left: &std::cell::Cell<u64>,
     out: &mut Vec<(String, String)>,
 ) -> std::io::Result<()> {
+    // Every gzip member, as Go's reader (and so Helm) reads them: a second member may go on
+    // with the archive where the first one ends.
     let gz = Budgeted {
-        inner: flate2::read::GzDecoder::new(reader),
+        inner: flate2::read::MultiGzDecoder::new(reader),
         left,
     };
     let mut archive = tar::Archive::new(gz);
     for entry in archive.entries()? {
         let mut entry = entry?;
-        let inner = entry.path()?.into_owned();
-        let name = format!("{shown}:{}", inner.display());
+        if sparse_names(&mut entry)? {
+            // Go takes a PAX sparse file's name from its records, which this reader ignores.
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "it holds a PAX sparse file, which nyl does not read as Helm does",
+            ));
+        }
+        let raw = entry.path_bytes().into_owned();
+        let name = format!("{shown}:{}", String::from_utf8_lossy(&raw));
+        let inner = member_path(&raw);
         if is_schema(&inner) {
             scan_schema(&mut entry, &name, out)?;
         } else if is_package(&inner) {
@@ -184,6 +194,41 @@ fn scan_package(
         }
     }
     Ok(())
+}
+
+/// An archive member's path as Helm reads it: `\\` separates too, and `.` and `..` are resolved
+/// (`charts/x/../a.tgz` is `charts/a.tgz`), so what Helm loads as a schema or a subchart is
+/// checked as one whatever its name is written like.
+fn member_path(raw: &[u8]) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let slashed: Vec<u8> = raw
+        .iter()
+        .map(|&b| if b == b'\\' { b'/' } else { b })
+        .collect();
+    let mut path = std::path::PathBuf::new();
+    for part in Path::new(std::ffi::OsStr::from_bytes(&slashed)).components() {
+        match part {
+            std::path::Component::Normal(part) => path.push(part),
+            std::path::Component::ParentDir => {
+                path.pop();
+            }
+            _ => {}
+        }
+    }
+    path
+}
+
+/// Whether a member carries PAX records of a GNU sparse file (`GNU.sparse.*`).
+fn sparse_names<R: std::io::Read>(entry: &mut tar::Entry<'_, R>) -> std::io::Result<bool> {
+    let Some(records) = entry.pax_extensions()? else {
+        return Ok(false);
+    };
+    for record in records {
+        if record?.key_bytes().starts_with(b"GNU.sparse.") {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// A reader that fails once more than the shared budget has been read through it.

@@ -146,6 +146,148 @@ fn a_schema_ref_to_a_url_sends_no_request() {
     fs::remove_dir_all(&repo).ok();
 }
 
+/// A tar archive of `entries` (name as written, type, content), compressed as one gzip member;
+/// without the end-of-archive blocks unless `end`.
+fn tar_gz(entries: &[(&[u8], tar::EntryType, &[u8])], end: bool) -> Vec<u8> {
+    let mut tar = Vec::new();
+    for (name, kind, data) in entries {
+        let mut header = tar::Header::new_ustar();
+        // Written into the name field as it is: the builder would refuse `..`.
+        header.as_mut_bytes()[..name.len()].copy_from_slice(name);
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(*kind);
+        header.set_cksum();
+        tar.extend_from_slice(header.as_bytes());
+        tar.extend_from_slice(data);
+        tar.resize(tar.len().next_multiple_of(512), 0);
+    }
+    if end {
+        tar.resize(tar.len() + 1024, 0);
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &tar).unwrap();
+    gz.finish().unwrap()
+}
+
+/// PAX records, each `LEN key=value\n` with LEN counting the whole record.
+fn pax(records: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (key, value) in records {
+        let body = format!(" {key}={value}\n");
+        let mut len = body.len() + 1;
+        while (len.to_string().len() + body.len()) != len {
+            len += 1;
+        }
+        out.extend_from_slice(format!("{len}{body}").as_bytes());
+    }
+    out
+}
+
+/// Packaged subcharts written so that nyl's archive reader once read them otherwise than Go's
+/// (Helm's): Helm loaded the schema and read `/etc/passwd`, nyl saw no schema. Each is now read
+/// as Helm reads it, or refused.
+#[test]
+fn a_packaged_subchart_cannot_hide_its_schema_from_the_check() {
+    use tar::EntryType::{Regular, XHeader};
+    let (repo, chart) = schema_repo("schema-hidden", r#"{"type": "object"}"#);
+    let bad = schema_with_ref("file:///etc/passwd");
+    let bad = bad.as_bytes();
+    let meta: &[u8] = b"apiVersion: v2\nname: c\nversion: 0.1.0\n";
+    let sub_meta: &[u8] = b"apiVersion: v2\nname: sub\nversion: 0.1.0\n";
+    let sub = tar_gz(
+        &[
+            (b"sub/Chart.yaml", Regular, sub_meta),
+            (b"sub/values.schema.json", Regular, bad),
+        ],
+        true,
+    );
+    let sparse_map = {
+        let mut map = format!("1\n0\n{}\n", bad.len()).into_bytes();
+        map.resize(512, 0);
+        map.extend_from_slice(bad);
+        map
+    };
+    let sparse_records = pax(&[
+        ("GNU.sparse.major", "1"),
+        ("GNU.sparse.minor", "0"),
+        ("GNU.sparse.name", "c/values.schema.json"),
+        ("GNU.sparse.realsize", &bad.len().to_string()),
+    ]);
+    let at = format!("{CHART}/charts/c-0.1.0.tgz");
+    let refused = "error external_schema_reference: at /properties/a/$ref";
+    let cases: Vec<(&str, Vec<u8>, String)> = vec![
+        (
+            // The schema in a second gzip member, the first one ending without the end blocks.
+            "two gzip members",
+            [
+                tar_gz(&[(b"c/Chart.yaml", Regular, meta)], false),
+                tar_gz(&[(b"c/values.schema.json", Regular, bad)], true),
+            ]
+            .concat(),
+            format!("{at}:c/values.schema.json: {refused}"),
+        ),
+        (
+            "a backslash separator",
+            tar_gz(
+                &[
+                    (b"c/Chart.yaml", Regular, meta),
+                    (b"c/templates\\values.schema.json", Regular, bad),
+                ],
+                true,
+            ),
+            format!("{at}:c/templates\\values.schema.json: {refused}"),
+        ),
+        (
+            "a subchart behind ..",
+            tar_gz(
+                &[
+                    (b"c/Chart.yaml", Regular, meta),
+                    (b"c/charts/x/../sub-0.1.0.tgz", Regular, &sub),
+                ],
+                true,
+            ),
+            format!("{at}:c/charts/x/../sub-0.1.0.tgz:sub/values.schema.json: {refused}"),
+        ),
+        (
+            "a PAX sparse file named by its records",
+            tar_gz(
+                &[
+                    (b"c/Chart.yaml", Regular, meta),
+                    (b"c/PaxHeaders/x", XHeader, &sparse_records),
+                    (b"c/GNUSparseFile.0/x", Regular, &sparse_map),
+                ],
+                true,
+            ),
+            format!(
+                "{at}: error external_schema_reference: cannot be checked for references outside \
+                 it (it holds a PAX sparse file"
+            ),
+        ),
+    ];
+    fs::create_dir_all(chart.join("charts")).unwrap();
+    for (what, archive, expected) in cases {
+        fs::write(chart.join("charts/c-0.1.0.tgz"), archive).unwrap();
+        let old = Command::new(helm())
+            .args(["template", "leak"])
+            .arg(&chart)
+            .env("HOME", &repo)
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&old.stderr).contains("failing loading \"file:///etc/passwd\""),
+            "{what}: the attack no longer reproduces against helm: {old:?}"
+        );
+        let (status, stdout, stderr) = nyl(&repo, &args("render apps"), &[]);
+        assert_eq!((status, stdout.as_str()), (1, ""), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&expected) && !stderr.contains("helm_failed"),
+            "{what}: {stderr}"
+        );
+    }
+    fs::remove_dir_all(&repo).ok();
+}
+
 /// 200 documents, each fanning aliases out to about 470,000 nodes (anchor copies counted) from
 /// 270 bytes, each inside the old per-document bound of 500,000: the attack, a 53 KB app file that
 /// rendered with exit 0 after 87 s at a peak of 16 GiB. Written to `dir/apps/fanout.yaml`.
