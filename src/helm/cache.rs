@@ -7,9 +7,10 @@
 //!   file below it (raw file-name bytes and contents, vendored `charts/` and the contract
 //!   included), so repository paths never enter the key: Argo CD unpacks a fresh copy of the
 //!   repository for every request.
-//! - Remote charts are keyed by their arguments (repository, chart, version); without an exact
-//!   version (none, or a range) they are not cached, since what Helm resolves can change under the
-//!   same inputs. A version tag is trusted not to move.
+//! - A remote chart with an exact version is keyed by its arguments (repository, chart, version),
+//!   and a hit needs no `helm pull`: a version tag is trusted not to move. Without one (none, or a
+//!   range) what Helm resolves can change under the same inputs, so the chart is pulled every run
+//!   and keyed by the pulled archive's content, as a local chart ([`crate::helm::remote`]).
 //! - Keys and entry digests are BLAKE3 (256 bits, collision-resistant, several times faster than
 //!   SHA-256 on the megabytes of a large chart and its output).
 //! - An entry is `nyl-cache-v4 <key> <digest> <index length> <output length>\n` followed by the

@@ -1,4 +1,5 @@
-//! The real Helm: finding the binary, checking its version once, and running `helm template`.
+//! The real Helm: finding the binary, checking its version once, and running `helm template` (and
+//! `helm pull` for a remote chart, which [`crate::helm::remote`] checks before it is rendered).
 //!
 //! Values go to Helm as JSON on stdin (`-f -`), so Helm never re-reads nyl's values as YAML.
 //! Every Helm process runs through [`crate::process`]: within a deadline, its stdout read against
@@ -537,6 +538,24 @@ mod tests {
         assert_eq!(
             remote_chart(&oci),
             (None, "oci://r.example/charts/app".to_string())
+        );
+        let ChartSpec::Remote(remote) = &chart else {
+            unreachable!()
+        };
+        let pull = |remote: &RemoteChart| -> String {
+            Helm::pull_args(remote, Path::new("/tmp/d"))
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            pull(remote),
+            "pull --repo=https://charts.example.com --version=1.2.3 --destination=/tmp/d -- nginx"
+        );
+        assert_eq!(
+            pull(&oci),
+            "pull --destination=/tmp/d -- oci://r.example/charts/app"
         );
     }
 }

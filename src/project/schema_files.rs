@@ -196,7 +196,7 @@ fn scan_package(
     Ok(())
 }
 
-/// An archive member's path as Helm reads it: `\\` separates too, and `.` and `..` are resolved
+/// An archive member's path as Helm reads it: `\` separates too, and `.` and `..` are resolved
 /// (`charts/x/../a.tgz` is `charts/a.tgz`), so what Helm loads as a schema or a subchart is
 /// checked as one whatever its name is written like.
 fn member_path(raw: &[u8]) -> std::path::PathBuf {
