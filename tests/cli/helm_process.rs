@@ -328,3 +328,73 @@ fn a_helm_that_never_answers_the_version_probe_is_stopped() {
     );
     fs::remove_dir_all(&tmp).ok();
 }
+
+/// A remote chart's `helm pull` and `helm template` share the release's deadline: a helm taking
+/// 2 s for each stays within a deadline of 10 s, and is stopped at 3 s, though each step alone
+/// would fit. The private directory of the pull is gone either way.
+#[test]
+fn a_remote_charts_pull_and_render_share_one_deadline() {
+    let tmp = tempdir("remote-deadline");
+    let chart = tmp.join("greeter");
+    fs::create_dir_all(chart.join("templates")).unwrap();
+    fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: greeter\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    fs::write(
+        chart.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeter\n",
+    )
+    .unwrap();
+    let out = Command::new(helm())
+        .arg("package")
+        .arg(&chart)
+        .arg("-d")
+        .arg(&tmp)
+        .env("HOME", &tmp)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // `helm pull` copies the packaged chart to its --destination; both steps take 2 s.
+    let fake = fake_helm(
+        &tmp,
+        &format!(
+            "sleep 2; if [ \"$1\" = pull ]; then for a; do case \"$a\" in --destination=*) \
+             cp {} \"${{a#--destination=}}\"/ ;; esac; done; else exec {} \"$@\"; fi",
+            tmp.join("greeter-0.1.0.tgz").display(),
+            helm().display()
+        ),
+    );
+    let project = tmp.join("project");
+    fs::create_dir_all(project.join("apps")).unwrap();
+    fs::write(project.join("nyl.toml"), "").unwrap();
+    fs::write(
+        project.join("apps/remote.yaml"),
+        "apiVersion: components.k8s.nyl/v1\nkind: http://127.0.0.1:9#greeter@0.1.0\n\
+         metadata: {name: greeter}\n",
+    )
+    .unwrap();
+    let tmpdir = tmp.join("nyl-tmp");
+    fs::create_dir_all(&tmpdir).unwrap();
+    for (timeout, status) in [("10", 0), ("3", 1)] {
+        let (code, stdout, stderr) = nyl(
+            &project,
+            &args(&format!("render --no-cache --helm-timeout {timeout} apps")),
+            &[env("NYL_HELM", &fake), env("TMPDIR", &tmpdir)],
+        );
+        assert_eq!(code, status, "{stderr}");
+        if status == 0 {
+            assert!(stdout.contains("name: greeter"), "{stdout}");
+        } else {
+            assert!(
+                stdout.is_empty()
+                    && stderr.contains("error helm_timeout: helm template")
+                    && stderr.contains("within 3 s"),
+                "{stderr}"
+            );
+        }
+        assert_eq!(fs::read_dir(&tmpdir).unwrap().count(), 0, "left behind");
+    }
+    fs::remove_dir_all(&tmp).ok();
+}
