@@ -151,7 +151,7 @@ fn warn_once(path: &Path, message: &str) {
 }
 
 /// The effective user id, which owns what this process creates.
-fn euid() -> u32 {
+pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions, touches no memory of ours and cannot fail.
     unsafe { libc::geteuid() }
 }

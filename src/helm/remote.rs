@@ -8,7 +8,9 @@
 //!   same archive from Helm's cache, so the output is the same bytes.
 //! - The directory is `0700`, removed when the render is done, failed or not; Helm's cache for the
 //!   pull (`HELM_CACHE_HOME`, where it puts the repository's index) is inside it, so a pull
-//!   writes nothing anywhere else, and a read-only `HOME` does not stop it.
+//!   writes nothing anywhere else, and a read-only `HOME` does not stop it. A signal ends nyl
+//!   without that cleanup: the first pull of a run removes the user's pull directories that are
+//!   older than an hour.
 //! - The pull and the render share the release's deadline ([`Helm::for_release`]).
 //! - A release with an exact version is cached by its arguments, as before, and looked up before
 //!   anything is pulled; one without (none, or a range) is cached by the pulled archive's content,
@@ -17,9 +19,11 @@
 use std::fs;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::SystemTime;
+use std::sync::Once;
+use std::time::{Duration, SystemTime};
 
 use crate::helm::cache::Cache;
 use crate::helm::{Failure, Helm, Template};
@@ -121,18 +125,27 @@ fn only_file(dir: &Path) -> Option<PathBuf> {
     (entries.next().is_none() && entry.file_type().ok()?.is_file()).then(|| entry.path())
 }
 
+/// The start of a pull directory's name.
+const PREFIX: &str = "nyl-pull-";
+
+/// A pull takes seconds (its deadline is the release's): a pull directory older than this was
+/// left by a nyl that a signal ended.
+const STALE: Duration = Duration::from_secs(3600);
+
 /// A new directory in the system's temporary directory that only this user can enter. Created,
 /// never reused: a name that exists already (another process's, or planted) is skipped.
 fn private_temp_dir() -> io::Result<PathBuf> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    static SWEEP: Once = Once::new();
     let base = std::env::temp_dir();
+    SWEEP.call_once(|| remove_stale(&base));
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let mut last = io::Error::other("no attempt");
     for _ in 0..16 {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir = base.join(format!("nyl-pull-{}-{n}-{nanos}", std::process::id()));
+        let dir = base.join(format!("{PREFIX}{}-{n}-{nanos}", std::process::id()));
         match fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
@@ -140,6 +153,32 @@ fn private_temp_dir() -> io::Result<PathBuf> {
         }
     }
     Err(last)
+}
+
+/// Removes the pull directories in `base` that this user owns and that are older than
+/// [`STALE`]; nothing else is looked at closer than its name.
+fn remove_stale(base: &Path) {
+    let Ok(listing) = fs::read_dir(base) else {
+        return;
+    };
+    let me = crate::helm::cache::euid();
+    let cutoff = SystemTime::now() - STALE;
+    for item in listing.filter_map(Result::ok) {
+        if !item
+            .file_name()
+            .as_encoded_bytes()
+            .starts_with(PREFIX.as_bytes())
+        {
+            continue;
+        }
+        // Not followed: a link is nobody's pull directory.
+        let stale = fs::symlink_metadata(item.path())
+            .is_ok_and(|m| m.is_dir() && m.uid() == me && m.modified().is_ok_and(|t| t < cutoff));
+        if stale {
+            tracing::debug!(dir = %item.path().display(), "stale pull directory removed");
+            let _ = fs::remove_dir_all(item.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +197,28 @@ mod tests {
         for dir in [a, b] {
             fs::remove_dir(dir).unwrap();
         }
+    }
+
+    #[test]
+    fn only_stale_pull_directories_are_removed() {
+        let base = private_temp_dir().unwrap();
+        let old = SystemTime::now() - STALE - Duration::from_secs(60);
+        for name in ["nyl-pull-1-old", "nyl-pull-2-new", "other-old"] {
+            fs::create_dir(base.join(name)).unwrap();
+            fs::write(base.join(name).join("chart.tgz"), "x").unwrap();
+            if name.ends_with("old") {
+                let dir = fs::File::open(base.join(name)).unwrap();
+                dir.set_modified(old).unwrap();
+            }
+        }
+        remove_stale(&base);
+        let mut left: Vec<String> = fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["nyl-pull-2-new", "other-old"]);
+        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
