@@ -293,6 +293,19 @@ impl Tree<'_> {
         let v = &self.jobs[i].release.values;
         let object = ObjectName::new(&v.kind, &v.name).to_string();
         let (command, failure) = match stop {
+            // Failure's own hint is for a template that loops.
+            Stop::Pull(Failure::TimedOut(limit)) => {
+                let d = Diagnostic::new(
+                    Code::HelmTimeout,
+                    format!(
+                        "helm pull {} did not finish within {} s and was stopped; check that the \
+                         chart repository answers, or raise --helm-timeout (NYL_HELM_TIMEOUT)",
+                        v.chart,
+                        limit.as_secs()
+                    ),
+                );
+                return vec![d.at(v.loc).object(object)];
+            }
             Stop::Pull(failure) => ("pull", failure),
             Stop::Template(failure) => ("template", failure),
             Stop::Refused(problems) => {
