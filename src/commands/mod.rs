@@ -166,8 +166,8 @@ struct EngineArgs {
     /// Render again and overwrite the cache entries, without reading them.
     #[arg(long)]
     refresh: bool,
-    /// Seconds one `helm template` may run before it is stopped; `limits.helm_timeout_seconds` in
-    /// nyl.toml can only lower it.
+    /// Seconds one release may spend in Helm (its `helm template`, after a remote chart's `helm pull`)
+    /// before it is stopped; `limits.helm_timeout_seconds` in nyl.toml can only lower it.
     #[arg(
         long,
         env = "NYL_HELM_TIMEOUT",

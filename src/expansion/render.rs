@@ -39,7 +39,7 @@ pub struct Request {
     pub cache_dir: Option<PathBuf>,
     pub cache: cache::Mode,
     pub cache_max_bytes: u64,
-    /// How long one `helm template` may run (the operator's setting; `limits.helm_timeout_seconds`
+    /// How long one release may spend in Helm, pull and template (the operator's setting; `limits.helm_timeout_seconds`
     /// can lower it).
     pub helm_timeout: Duration,
     pub gate: Gate,

@@ -221,8 +221,9 @@ pub const CONFIG: Shape = Shape::Object(&[
                 "helm_timeout_seconds",
                 &Shape::Count,
                 "30, or the operator's --helm-timeout (NYL_HELM_TIMEOUT)",
-                "Seconds one `helm template` may run before it is stopped. It can only lower the \
-                 operator's setting, never raise it.",
+                "Seconds one release may spend in Helm (a remote chart's `helm pull` and its `helm \
+                 template`) before it is stopped. It can only lower the operator's setting, never \
+                 raise it.",
             ),
         ]),
         "Limits on what one run reads and keeps, so that no repository can exhaust the \
