@@ -14,6 +14,7 @@ mod cache;
 mod coalesce;
 mod conventions;
 mod diff;
+mod docs;
 mod flux;
 mod fuzz_regressions;
 mod golden;
