@@ -269,6 +269,7 @@ fn run_page(name: &str, page: &str) -> Vec<String> {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let home = tempdir("docs-home");
     let status = Command::new("bash")
         .args([
             "--noprofile",
@@ -280,7 +281,7 @@ fn run_page(name: &str, page: &str) -> Vec<String> {
         .env_clear()
         .env("PATH", path)
         .env("NYL_HELM", helm())
-        .env("HOME", tempdir("docs-home"))
+        .env("HOME", &home)
         .stdin(Stdio::null())
         .status()
         .expect("run bash");
@@ -307,7 +308,7 @@ fn run_page(name: &str, page: &str) -> Vec<String> {
                             "{name}:{}: `{}` did not run: the shell ended before it",
                             step.expected_at, step.command
                         ));
-                        return failures;
+                        return finish(failures, &scratch, &[&out, &bin, &home]);
                     };
                     let actual = read(format!("{b}.{n}")).unwrap_or_default();
                     let lines: Vec<&str> = actual.lines().collect();
@@ -341,6 +342,19 @@ fn run_page(name: &str, page: &str) -> Vec<String> {
     }
     if !blessed.is_empty() {
         bless(name, page, &blessed);
+    }
+    finish(failures, &scratch, &[&out, &bin, &home])
+}
+
+/// Removes a page's directories when it passed; keeps the scratch copy of a failed one to look at.
+fn finish(mut failures: Vec<String>, scratch: &Path, others: &[&Path]) -> Vec<String> {
+    if failures.is_empty() {
+        let _ = fs::remove_dir_all(scratch);
+    } else {
+        failures.push(format!("(the scratch copy is kept: {})", scratch.display()));
+    }
+    for dir in others {
+        let _ = fs::remove_dir_all(dir);
     }
     failures
 }
@@ -443,7 +457,15 @@ shown
 $ false
 ```
 ";
-    let failures = run_page("docs/example.md", page).join("\n");
+    // Runs a page that must fail, and removes the scratch copy it keeps.
+    let failing = |page: &str| {
+        let failures = run_page("docs/example.md", page);
+        let kept = failures.last().expect("failures");
+        let kept = kept.trim_start_matches("(the scratch copy is kept: ");
+        fs::remove_dir_all(kept.trim_end_matches(')')).expect("the kept scratch copy");
+        failures
+    };
+    let failures = failing(page).join("\n");
     assert!(
         failures.contains("docs/example.md:1: the block failed"),
         "{failures}"
@@ -453,10 +475,11 @@ $ false
         "ran after a failed block"
     );
 
-    let failures = run_page("docs/example.md", &page[page.find("```console").unwrap()..]);
-    assert_eq!(failures.len(), 2, "{failures:?}");
+    let failures = failing(&page[page.find("```console").unwrap()..]);
+    assert_eq!(failures.len(), 3, "{failures:?}");
     assert!(failures[0].contains("`echo printed` printed other output"));
     assert!(failures[1].contains("`false` exited 1"));
+    assert!(failures[2].starts_with("(the scratch copy is kept"));
 
     let failures = run_page("docs/example.md", "```sh norun\nfalse\n```\n");
     assert!(
