@@ -25,15 +25,14 @@ ARG RUST_VERSION=1.95
 FROM --platform=linux/amd64 rust:${RUST_VERSION} AS nyl
 RUN apt-get update \
  && apt-get install -y --no-install-recommends musl-tools \
- && rm -rf /var/lib/apt/lists/* \
- && rustup target add x86_64-unknown-linux-musl
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the binary is built from (no build script; tests, docs and examples are not needed).
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY crates ./crates
-# scripts/release builds the release binary (stripped, checked to be static), the same way
-# everywhere.
+# scripts/release builds the release binary as everywhere else: it adds the musl target, strips
+# the binary and checks that it is static.
 COPY scripts/release ./scripts/release
 RUN cp "$(bash scripts/release)" /nyl
 
