@@ -303,7 +303,12 @@ pub fn is_nyl_group(api: &str) -> bool {
     let Some((group, _)) = api.split_once('/') else {
         return false;
     };
-    NYL_GROUPS.iter().any(|g| edit_distance(group, g) <= 2)
+    // Names whose lengths differ by more than two are more than two edits apart: most groups
+    // (`""`, `apps`) are told without the distance.
+    let len = group.chars().count();
+    NYL_GROUPS
+        .iter()
+        .any(|g| len.abs_diff(g.chars().count()) <= 2 && edit_distance(group, g) <= 2)
         || NYL_RENAMED
             .iter()
             .any(|(g, _, _)| group == *g || group.ends_with(&format!(".{g}")))

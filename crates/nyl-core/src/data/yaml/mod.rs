@@ -25,23 +25,27 @@ pub fn scalar(s: &str) -> String {
 /// The lines of `text` with their line breaks: `\n`, `\r\n`, or a `\r` alone, as YAML reads them.
 /// `memchr` finds the breaks: splitting and scanning Helm's output is most of a cold render.
 fn lines_inclusive(text: &str) -> impl Iterator<Item = &str> {
-    let bytes = text.as_bytes();
     let mut start = 0;
     std::iter::from_fn(move || {
         if start >= text.len() {
             return None;
         }
-        let end = match memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
-            Some(i) if bytes[start + i] == b'\r' && bytes.get(start + i + 1) == Some(&b'\n') => {
-                start + i + 2
-            }
-            Some(i) => start + i + 1,
-            None => text.len(),
-        };
+        let end = line_end(text.as_bytes(), start);
         let line = &text[start..end];
         start = end;
         Some(line)
     })
+}
+
+/// Where the line that starts at `start` ends, its line break included.
+fn line_end(bytes: &[u8], start: usize) -> usize {
+    match memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
+        Some(i) if bytes[start + i] == b'\r' && bytes.get(start + i + 1) == Some(&b'\n') => {
+            start + i + 2
+        }
+        Some(i) => start + i + 1,
+        None => bytes.len(),
+    }
 }
 
 /// The first document of `text`, for unit tests.

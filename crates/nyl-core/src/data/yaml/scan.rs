@@ -156,9 +156,16 @@ fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
     let mut block: Option<usize> = None;
     let mut started = false;
     let mut spanned = 0;
-    for raw in super::lines_inclusive(doc) {
+    let bytes = doc.as_bytes();
+    let mut special = [
+        Next::new(b'"', b'\'', b'['),
+        Next::new(b'{', b'|', b'>'),
+        Next::new(b'\t', b'\r', b'\r'),
+    ];
+    while offset < doc.len() {
         let start = offset;
-        offset += raw.len();
+        offset = super::line_end(bytes, start);
+        let raw = &doc[start..offset];
         if start < spanned {
             const READ: [&str; 4] = ["apiVersion:", "kind:", "metadata:", "spec:"];
             if READ.iter().any(|k| raw.starts_with(k)) {
@@ -198,6 +205,19 @@ fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
         if text[indent..].starts_with('\t') {
             return None;
         }
+        if indent > MAX_INDENT && !follow {
+            // Deeper than any field the scan reads: the whole run of such lines is passed over
+            // at once and kept as one line that marks it, so a mapping whose keys stand there is
+            // one the scan cannot read.
+            if out.last().is_none_or(|l: &Line| l.indent != DEEP) {
+                out.push(Line {
+                    indent: DEEP,
+                    ..line
+                });
+            }
+            offset = skip_deep(doc, start, &mut special)?;
+            continue;
+        }
         match line_kind(&text[indent..]) {
             LineKind::BlockScalar => block = Some(indent),
             LineKind::Other => {}
@@ -208,8 +228,7 @@ fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
             LineKind::Open(_) => return None,
         }
         if indent > MAX_INDENT {
-            // Deeper than any field the scan reads: a run of such lines is kept as one line that
-            // marks it, so a mapping whose keys stand there is one the scan cannot read.
+            // As above, one line at a time: a quoted scalar or flow collection is followed.
             if out.last().is_none_or(|l: &Line| l.indent != DEEP) {
                 out.push(Line {
                     indent: DEEP,
@@ -223,6 +242,107 @@ fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
     Some(out)
 }
 
+/// The next of three bytes, found once and kept until the search passes it.
+struct Next {
+    bytes: [u8; 3],
+    /// The last answer and where its search started.
+    found: Option<(usize, Option<usize>)>,
+}
+
+impl Next {
+    fn new(a: u8, b: u8, c: u8) -> Next {
+        Next {
+            bytes: [a, b, c],
+            found: None,
+        }
+    }
+
+    /// The first occurrence at or after `from`.
+    fn find(&mut self, hay: &[u8], from: usize) -> Option<usize> {
+        match self.found {
+            Some((start, at)) if start <= from && at.is_none_or(|at| at >= from) => at,
+            _ => {
+                let [a, b, c] = self.bytes;
+                let at = memchr::memchr3(a, b, c, &hay[from..]).map(|i| from + i);
+                self.found = Some((from, at));
+                at
+            }
+        }
+    }
+}
+
+/// From the deep line at `at`, past every line the scan would not keep one by one: deeper than
+/// [`MAX_INDENT`], blank, a comment, or the content of a block scalar that starts there. Returns
+/// where the next line to read starts; `None` when one of them is indented by a tab or opens a
+/// quoted scalar or flow collection that it does not close (as [`lines`] without `follow`).
+/// Only the lines that hold a byte that could open one are looked at closely; the others cost
+/// finding their end and their indentation.
+fn skip_deep(doc: &str, mut at: usize, special: &mut [Next; 3]) -> Option<usize> {
+    let bytes = doc.as_bytes();
+    let mut block: Option<usize> = None;
+    while at < bytes.len() {
+        // Most lines: deeper than MAX_INDENT, with no byte before their `\n` that can open
+        // something, indent by a tab or break the line. Such a line is skipped; it only ends a
+        // block scalar that it is not indented deeper than.
+        let newline = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
+        let quick = bytes.get(at..=at + MAX_INDENT) == Some(&[b' '; MAX_INDENT + 1])
+            && special
+                .iter_mut()
+                .all(|s| s.find(bytes, at).is_none_or(|i| i >= newline));
+        if quick {
+            if let Some(b) = block {
+                let indent = bytes[at..newline].iter().position(|c| *c != b' ');
+                if indent.is_some_and(|i| i <= b) && !doc[at..newline].trim().is_empty() {
+                    block = None;
+                }
+            }
+            at = newline;
+            continue;
+        }
+        let end = super::line_end(bytes, at);
+        let line = &bytes[at..end];
+        let indent = line.iter().position(|b| *b != b' ').unwrap_or(line.len());
+        let text = doc[at..end].trim_end_matches(['\n', '\r']);
+        // A visible ASCII byte after the indentation is not blank; anything else may be.
+        let blank = match line.get(indent) {
+            Some(b) if b.is_ascii_graphic() => false,
+            _ => text.trim().is_empty(),
+        };
+        if let Some(b) = block {
+            if indent > b || blank {
+                at = end;
+                continue;
+            }
+            block = None;
+        }
+        if blank || text[indent..].starts_with('#') {
+            at = end;
+            continue;
+        }
+        if indent <= MAX_INDENT {
+            return Some(at);
+        }
+        if text[indent..].starts_with('\t') {
+            return None;
+        }
+        let marked = special
+            .iter_mut()
+            .any(|s| s.find(bytes, at).is_some_and(|i| i < end));
+        if marked {
+            match line_kind(&text[indent..]) {
+                LineKind::BlockScalar => block = Some(indent),
+                LineKind::Open(_) => return None,
+                LineKind::Other => {}
+            }
+        }
+        at = end;
+    }
+    Some(at)
+}
+
+/// The bytes that can open a block scalar, a quoted scalar or a flow collection.
+const OPENERS: [bool; 256] = table(b"\"'[{|>");
+
 enum LineKind {
     BlockScalar,
     /// A quoted scalar or flow collection starts at this offset and does not close on the line.
@@ -234,10 +354,7 @@ enum LineKind {
 /// collection that it does not close.
 fn line_kind(line: &str) -> LineKind {
     // Most lines hold none of the characters that open one of these: one pass over the bytes.
-    if !line
-        .bytes()
-        .any(|b| matches!(b, b'"' | b'\'' | b'[' | b'{' | b'|' | b'>'))
-    {
+    if !line.bytes().any(|b| OPENERS[usize::from(b)]) {
         return LineKind::Other;
     }
     let mut rest = line;
@@ -270,7 +387,8 @@ fn line_kind(line: &str) -> LineKind {
 
 /// Where the first `: ` of a line starts.
 fn colon_space(s: &str) -> Option<usize> {
-    s.as_bytes().windows(2).position(|w| w == b": ")
+    let b = s.as_bytes();
+    memchr::memchr_iter(b':', b).find(|&i| b.get(i + 1) == Some(&b' '))
 }
 
 /// `value` after any anchor (`&a`) and tag (`!t`) before it.
@@ -289,34 +407,12 @@ fn closes(s: &str) -> Option<usize> {
     let b = s.as_bytes();
     let mut depth = 0usize;
     let mut i = 0;
-    let mut token_start = true;
-    while i < b.len() {
-        match b[i] {
-            b'"' if token_start => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-                if i >= b.len() {
-                    return None;
-                }
-            }
-            b'\'' if token_start => {
-                i += 1;
-                loop {
-                    while i < b.len() && b[i] != b'\'' {
-                        i += 1;
-                    }
-                    if i + 1 < b.len() && b[i + 1] == b'\'' {
-                        i += 2;
-                        continue;
-                    }
-                    break;
-                }
-                if i >= b.len() {
-                    return None;
-                }
-            }
+    loop {
+        // A quote opens a scalar only where a token starts.
+        let token_start = i == 0 || matches!(b[i - 1], b'[' | b'{' | b',' | b':' | b' ' | b'\n');
+        match b.get(i)? {
+            b'"' if token_start => i = double_quoted_end(b, i + 1)?,
+            b'\'' if token_start => i = single_quoted_end(b, i + 1)?,
             b'[' | b'{' => depth += 1,
             b']' | b'}' => depth = depth.checked_sub(1)?,
             _ => {}
@@ -324,10 +420,46 @@ fn closes(s: &str) -> Option<usize> {
         if depth == 0 {
             return Some(i + 1);
         }
-        token_start = matches!(b[i], b'[' | b'{' | b',' | b':' | b' ' | b'\n');
+        // Inside a collection only quotes and brackets change anything: on to the next one.
+        i += 1 + b[i + 1..].iter().position(|c| FLOW[usize::from(*c)])?;
+    }
+}
+
+/// The bytes that open or close a quoted scalar or flow collection.
+const FLOW: [bool; 256] = table(b"\"'[]{}");
+
+/// A table of `bytes`, for loops that test every byte of a line.
+const fn table(bytes: &[u8]) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < bytes.len() {
+        table[bytes[i] as usize] = true;
         i += 1;
     }
-    None
+    table
+}
+
+/// Where the double-quoted scalar whose text starts at `from` closes (a `\` escapes the byte
+/// after it).
+fn double_quoted_end(b: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let at = from + memchr::memchr2(b'"', b'\\', b.get(from..)?)?;
+        if b[at] == b'"' {
+            return Some(at);
+        }
+        from = at + 2;
+    }
+}
+
+/// Where the single-quoted scalar whose text starts at `from` closes (`''` is a quote in it).
+fn single_quoted_end(b: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let at = from + memchr::memchr(b'\'', &b[from..])?;
+        if b.get(at + 1) != Some(&b'\'') {
+            return Some(at);
+        }
+        from = at + 2;
+    }
 }
 
 /// The entries of the block mapping on `range` of `lines`, whose keys stand deeper than
@@ -654,6 +786,60 @@ mod tests {
             "a spanned line that looks like a key"
         );
         assert_eq!(scan_following("kind: Pod\nx: [\n"), None, "never closes");
+    }
+
+    #[test]
+    fn closes_finds_where_quotes_and_flows_end() {
+        for (text, end) in [
+            (r#""a\"b" x"#, Some(6)),
+            ("'it''s' x", Some(7)),
+            (r#"[a, "b]", 'c]'] # d"#, Some(15)),
+            ("{a: [b, {c: d}]}, e", Some(16)),
+            (r#"[a, b"c, d]"#, Some(11)),
+            ("[a:'b]', c]", Some(11)),
+            ("[a\n  , b]", Some(9)),
+            ("[a", None),
+            ("[a]]", Some(3)),
+            ("a]", Some(1)),
+            (r#""abc\"#, None),
+            ("'abc''", None),
+            ("", None),
+        ] {
+            assert_eq!(closes(text), end, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn deep_runs_are_passed_over_but_what_they_open_is_seen() {
+        let crd = |body: &str| {
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  \
+                 name: w.example.com\nspec:\n  group: example.com\n  names:\n    kind: W\n  \
+                 versions:\n    - name: v1\n      schema:\n{body}  scope: Cluster\n"
+            )
+        };
+        let sure = [
+            // Closed quotes and flows, and a block scalar whose content holds an open quote.
+            "          a: \"x\"\n          b: {c: [d]}\n          e: |\n            \"open\n            [\n",
+            // Blank lines of spaces, a shallow comment and a tab inside block content.
+            "          a: b\n               \n  # note\n\n          c: >-\n           \td\n",
+        ];
+        for body in sure {
+            let h = head(&crd(body));
+            assert!(h.crd.is_some_and(|c| c.cluster_scoped), "{body}");
+        }
+        let unsure = [
+            // A quoted scalar or flow opened deep goes on past its line: a later line could be a
+            // key whatever its indentation.
+            "          a: \"open\n  scope: Namespaced\"\n",
+            "          a: [\n            b]\n",
+            "          - 'open\n            on'\n",
+            // A tab after the indentation.
+            "          a: b\n          \tc: d\n",
+        ];
+        for body in unsure {
+            assert_eq!(scan(&crd(body)), None, "{body}");
+        }
     }
 
     #[test]

@@ -96,9 +96,30 @@ pub fn split(text: &str) -> Vec<Piece> {
     };
     // The piece recorded last, for what follows its `...` at the end of the stream.
     let mut last = Open::default();
+    let bytes = text.as_bytes();
+    // Without a `\r` every line starts after a `\n`, and inside a document that has content
+    // only a line starting `---` or `...` changes anything: the splitter jumps from one such
+    // line to the next (the lines between are only counted), which is most of a chart's output.
+    let jump = memchr::memchr(b'\r', bytes).is_none();
+    let mut markers = [Next::new(b"\n---"), Next::new(b"\n...")];
     let mut offset = 0;
-    for (line_no, line) in (1u32..).zip(super::lines_inclusive(text)) {
-        let end = offset + line.len();
+    let mut line_no = 1u32;
+    while offset < text.len() {
+        if jump && open.content {
+            // `offset - 1` is the `\n` that ends the previous line.
+            let next = markers
+                .iter_mut()
+                .filter_map(|m| m.find(bytes, offset - 1))
+                .min()
+                .map_or(text.len(), |at| at + 1);
+            line_no += memchr::memchr_iter(b'\n', &bytes[offset..next]).count() as u32;
+            offset = next;
+            if offset == text.len() {
+                break;
+            }
+        }
+        let end = super::line_end(bytes, offset);
+        let line = &text[offset..end];
         if line.starts_with("---") && marker(line, "---") {
             if open.content || open.marked {
                 close(text, &open, offset, &mut out, &mut last);
@@ -125,6 +146,7 @@ pub fn split(text: &str) -> Vec<Piece> {
             open.content = true;
         }
         offset = end;
+        line_no += 1;
     }
     if open.content {
         close(text, &open, text.len(), &mut out, &mut last);
@@ -142,6 +164,34 @@ pub fn split(text: &str) -> Vec<Piece> {
         }
     }
     out
+}
+
+/// The next occurrence of a pattern, found once and kept until the search passes it.
+struct Next {
+    finder: memchr::memmem::Finder<'static>,
+    /// The last answer and where its search started.
+    found: Option<(usize, Option<usize>)>,
+}
+
+impl Next {
+    fn new(pattern: &'static [u8]) -> Next {
+        Next {
+            finder: memchr::memmem::Finder::new(pattern),
+            found: None,
+        }
+    }
+
+    /// The first occurrence at or after `from`.
+    fn find(&mut self, hay: &[u8], from: usize) -> Option<usize> {
+        match self.found {
+            Some((start, at)) if start <= from && at.is_none_or(|at| at >= from) => at,
+            _ => {
+                let at = self.finder.find(&hay[from..]).map(|i| from + i);
+                self.found = Some((from, at));
+                at
+            }
+        }
+    }
 }
 
 /// Records the piece `open` up to `end`, when it holds content (and then keeps `open` as `last`).

@@ -184,6 +184,13 @@ pub(crate) fn is_plain_safe(s: &str) -> bool {
     let Some(first) = s.chars().next() else {
         return false;
     };
+    // Most keys and names: a letter, then letters, digits and `_-./`. Of the rules below only
+    // the last can refuse those (`yes`, `null` and the other keywords); the others cost more
+    // than the whole rest of the scan of a line.
+    let simple = |b: &u8| b.is_ascii_alphanumeric() || b"_-./".contains(b);
+    if first.is_ascii_alphabetic() && s.as_bytes().iter().all(simple) {
+        return matches!(resolve_plain(s), Scalar::String);
+    }
     !first.is_whitespace()
         && !s.ends_with(char::is_whitespace)
         && !INDICATORS.contains(&first)
