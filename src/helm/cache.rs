@@ -13,17 +13,19 @@
 //!   and keyed by the pulled archive's content, as a local chart ([`crate::helm::remote`]).
 //! - Keys and entry digests are BLAKE3 (256 bits, collision-resistant, several times faster than
 //!   SHA-256 on the megabytes of a large chart and its output).
-//! - An entry is `nyl-cache-v4 <key> <digest> <index length> <output length>\n` followed by the
-//!   output as classified (the index of its documents, [`Output::index`], then Helm's bytes),
-//!   verified whole against its digest on every read: a corrupt, truncated or misplaced entry is
-//!   a miss and a warning, never wrong output. A hit does no YAML work, and reads Helm's bytes
-//!   straight into the buffer it passes on.
+//! - An entry is the output as classified: Helm's bytes, then the index of its documents
+//!   ([`Output::index`]), then a trailer of fixed length, `nyl-cache-v5 <key> <digest> <index
+//!   length> <output length>\n` (lengths of 20 digits), verified whole against its digest on
+//!   every read: a corrupt, truncated or misplaced entry is a miss and a warning, never wrong
+//!   output. A hit does no YAML work and reads the entry with one `read` into the buffer whose
+//!   front, Helm's bytes, it passes on.
 //! - Only a directory the user owns and nobody else can write is used, and only entries the user
 //!   owns and nobody else can write are served: anything else may hold renders nyl never wrote.
 //!   nyl creates the directory `0700` and entries `0600`. A directory or entry that fails the
 //!   check costs one warning per run; the render goes on without it.
 //! - Writes go to a temporary file renamed into place, so processes sharing the directory see
-//!   whole entries or none. A hit refreshes the entry's modification time.
+//!   whole entries or none. A hit writes nothing, except that it moves the modification time
+//!   of an entry last used more than [`USE_REFRESH`] ago (the use time that eviction orders by).
 //! - Entries live in 256 shard directories (the key's first two hex digits). An index, changed
 //!   only under the directory's lock file, keeps the bytes of each shard; a write adds to it. At
 //!   the end of a run that wrote, eviction sweeps shards from a rotating cursor (at least one, more
@@ -48,9 +50,13 @@ use crate::helm::{create_private_dir, Failure, Helm, Template};
 use nyl_core::expansion::manifest::Output;
 use nyl_core::values::release::ChartSpec;
 
-const MAGIC: &str = "nyl-cache-v4";
-/// More than an entry's header line can take.
-const HEADER_MAX: usize = 256;
+const MAGIC: &str = "nyl-cache-v5";
+/// The length of an entry's trailer: magic, key and digest (64 hex digits each), two lengths of
+/// 20 digits, the spaces between and a line break.
+const TRAILER: usize = MAGIC.len() + 1 + 64 + 1 + 64 + 1 + 20 + 1 + 20 + 1;
+/// How stale an entry's use time may get before a hit moves it: eviction goes by the day, and
+/// the renders of a busy day write nothing.
+const USE_REFRESH: Duration = Duration::from_secs(24 * 3600);
 const INDEX_MAGIC: &str = "nyl-cache-index-v1";
 /// The default bound on the cache directory's size.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
@@ -344,9 +350,13 @@ impl Cache {
         let len = usize::try_from(meta.len()).ok()?;
         match read_entry(&file, len, key) {
             Some(output) => {
-                // Refresh the use time for least-recently-used eviction (the owner may, on a
-                // file opened for reading).
-                let _ = file.set_modified(SystemTime::now());
+                // The use time for least-recently-used eviction, when it is stale (the owner may
+                // set it on a file opened for reading).
+                let now = SystemTime::now();
+                let stale = meta.modified().map_or(true, |t| t + USE_REFRESH < now);
+                if stale {
+                    let _ = file.set_modified(now);
+                }
                 Some(output)
             }
             None => {
@@ -386,17 +396,18 @@ impl Cache {
                 .open(&tmp)?;
             let (index, raw) = (output.index(), output.raw.as_bytes());
             let digest = blake3::Hasher::new()
-                .update(index.as_bytes())
                 .update(raw)
+                .update(index.as_bytes())
                 .finalize();
-            let header = format!(
-                "{MAGIC} {key} {} {} {}\n",
+            let trailer = format!(
+                "{MAGIC} {key} {} {:020} {:020}\n",
                 digest.to_hex(),
                 index.len(),
                 raw.len()
             );
+            debug_assert_eq!(trailer.len(), TRAILER);
             // Parts written as they are: the output is not copied into one buffer first.
-            for part in [header.as_bytes(), index.as_bytes(), raw] {
+            for part in [raw, index.as_bytes(), trailer.as_bytes()] {
                 file.write_all(part)?;
             }
             // No fsync: an entry torn by a crash fails verification and is a miss, so the rename
@@ -658,14 +669,17 @@ fn is_exact_version(v: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-+.".contains(&b))
 }
 
-/// The output an entry of `len` bytes holds, if its header names `key` and its digest matches
-/// its content. Index and output are read each into its own buffer: the output's megabytes are
-/// neither copied nor moved after the read.
+/// The output an entry of `len` bytes holds, if its trailer names `key` and its digest matches
+/// its content. The entry is read with one `read` into one buffer; Helm's bytes, at its front,
+/// stay there and are what the output passes on.
 fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
-    let mut head = vec![0; len.min(HEADER_MAX)];
-    file.read_exact_at(&mut head, 0).ok()?;
-    let newline = head.iter().position(|b| *b == b'\n')?;
-    let mut parts = std::str::from_utf8(&head[..newline]).ok()?.split(' ');
+    let mut entry = vec![0; len];
+    file.read_exact_at(&mut entry, 0).ok()?;
+    let body = len.checked_sub(TRAILER)?;
+    let trailer = std::str::from_utf8(&entry[body..])
+        .ok()?
+        .strip_suffix('\n')?;
+    let mut parts = trailer.split(' ');
     let (magic, entry_key, digest, index_len, raw_len) = (
         parts.next()?,
         parts.next()?,
@@ -673,24 +687,19 @@ fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
         parts.next()?.parse::<usize>().ok()?,
         parts.next()?.parse::<usize>().ok()?,
     );
-    let start = newline + 1;
     if magic != MAGIC
         || entry_key != key
         || parts.next().is_some()
-        || Some(len) != start.checked_add(index_len)?.checked_add(raw_len)
+        || Some(body) != raw_len.checked_add(index_len)
     {
         return None;
     }
-    let mut index = vec![0; index_len];
-    file.read_exact_at(&mut index, start as u64).ok()?;
-    let mut raw = vec![0; raw_len];
-    file.read_exact_at(&mut raw, (start + index_len) as u64)
-        .ok()?;
-    let actual = blake3::Hasher::new().update(&index).update(&raw).finalize();
-    if blake3::Hash::from_hex(digest).ok()? != actual {
+    if blake3::Hash::from_hex(digest).ok()? != blake3::hash(&entry[..body]) {
         return None;
     }
-    Output::decode(&index, String::from_utf8(raw).ok()?)
+    let docs = Output::decode_index(&entry[raw_len..body])?;
+    entry.truncate(raw_len);
+    Output::new(docs, String::from_utf8(entry).ok()?)
 }
 
 #[cfg(test)]
@@ -828,6 +837,25 @@ mod tests {
         );
         assert_eq!(read("garbage", &key), None);
         assert_eq!(read(&entry, &key).as_deref(), Some(raw), "the control");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_hit_moves_only_a_stale_use_time() {
+        let dir = scratch("use-time");
+        let c = cache(&dir, u64::MAX);
+        let key = "ab".repeat(32);
+        c.write(&key, &Output::classify("kind: ConfigMap\n".to_string()));
+        let path = c.entry_path(&key);
+        let set = |t: SystemTime| fs::File::open(&path).unwrap().set_modified(t).unwrap();
+        let used = || fs::metadata(&path).unwrap().modified().unwrap();
+        let recent = SystemTime::now() - Duration::from_secs(3600);
+        set(recent);
+        assert!(c.read(&key).is_some());
+        assert_eq!(used(), recent, "a hit within the day writes nothing");
+        set(SystemTime::now() - USE_REFRESH - Duration::from_secs(60));
+        assert!(c.read(&key).is_some());
+        assert!(used() > recent, "a stale use time is moved");
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -329,17 +329,17 @@ fn forge(cache: &Path) {
             "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged-{}\n",
             &key[..8]
         );
-        // An entry's body: the index of the output's documents (this one left to the full
-        // reader), then the output.
+        // An entry: the output, the index of its documents (this one left to the full reader),
+        // then the trailer.
         let index = format!(
             r#"{{"docs":[{{"start":0,"end":{},"line":1,"text":null,"head":null}}]}}"#,
             yaml.len()
         );
-        let digest = blake3::hash(format!("{index}{yaml}").as_bytes()).to_hex();
+        let digest = blake3::hash(format!("{yaml}{index}").as_bytes()).to_hex();
         fs::write(
             &entry,
             format!(
-                "nyl-cache-v4 {key} {digest} {} {}\n{index}{yaml}",
+                "{yaml}{index}nyl-cache-v5 {key} {digest} {:020} {:020}\n",
                 index.len(),
                 yaml.len()
             ),

@@ -76,23 +76,26 @@ impl Output {
     }
 
     /// The index of the documents, as a cache entry stores it beside the raw output
-    /// ([`Output::decode`] reads both back).
+    /// ([`Output::decode_index`] and [`Output::new`] read both back).
     pub fn index(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// The output an [`Output::index`] and its raw output describe; `None` when the index does
-    /// not fit the output.
-    pub fn decode(index: &[u8], raw: String) -> Option<Output> {
-        let mut output: Output = serde_json::from_slice(index).ok()?;
+    /// The documents an [`Output::index`] lists; `None` when it is not one.
+    pub fn decode_index(index: &[u8]) -> Option<Vec<Doc>> {
+        serde_json::from_slice::<Output>(index).ok().map(|o| o.docs)
+    }
+
+    /// The output of the documents of an index and the raw output they are cut from; `None`
+    /// when they do not fit it.
+    pub fn new(docs: Vec<Doc>, raw: String) -> Option<Output> {
         let fits = |d: &Doc| {
             d.start <= d.end && raw.is_char_boundary(d.start) && raw.is_char_boundary(d.end)
         };
-        if !output.docs.iter().all(fits) {
-            return None;
-        }
-        output.raw = Arc::new(raw);
-        Some(output)
+        docs.iter().all(fits).then(|| Output {
+            raw: Arc::new(raw),
+            docs,
+        })
     }
 }
 
@@ -453,15 +456,14 @@ mod tests {
             "---\n# Source: c/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n\n"
                 .to_string();
         let output = Output::classify(raw.clone());
-        let back = Output::decode(output.index().as_bytes(), raw.clone()).unwrap();
+        let decode =
+            |index: &[u8], raw: &str| Output::new(Output::decode_index(index)?, raw.to_string());
+        let back = decode(output.index().as_bytes(), &raw).unwrap();
         assert_eq!(*back.raw, raw);
         assert_eq!(back.text(&back.docs[0]).as_str(), raw);
         assert_eq!(back.docs[0].head, output.docs[0].head);
-        assert!(Output::decode(
-            br#"{"docs":[{"start":0,"end":99,"line":1,"text":null,"head":null}]}"#,
-            "short".into()
-        )
-        .is_none());
-        assert!(Output::decode(b"not json", raw).is_none());
+        let long = br#"{"docs":[{"start":0,"end":99,"line":1,"text":null,"head":null}]}"#;
+        assert!(decode(long, "short").is_none());
+        assert!(decode(b"not json", &raw).is_none());
     }
 }
