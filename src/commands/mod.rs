@@ -157,9 +157,10 @@ impl InputArgs {
 /// How renders run: parallelism and the render cache.
 #[derive(clap::Args, Debug)]
 struct EngineArgs {
-    /// Helm renders to run at once [default: the available cores].
-    #[arg(short = 'j', long = "jobs")]
-    jobs: Option<usize>,
+    /// Helm renders (and apps, for validate and render-tree) to run at once [default: the
+    /// available cores]; NYL_JOBS sets it where no flag can be given (the Argo CD sidecar).
+    #[arg(short = 'j', long = "jobs", env = "NYL_JOBS", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
     /// Neither read nor write the render cache.
     #[arg(long, conflicts_with = "refresh")]
     no_cache: bool,
@@ -255,9 +256,12 @@ fn engine_request(engine: &EngineArgs, progress: Progress) -> crate::expansion::
         kube_version: None,
         api_versions: Vec::new(),
         allow_empty: false,
-        jobs: engine.jobs.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-        }),
+        jobs: engine
+            .jobs
+            .and_then(|j| usize::try_from(j).ok())
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            }),
         cache_dir: cache::default_dir(),
         cache: mode,
         cache_max_bytes: env_var("NYL_CACHE_MAX_BYTES")

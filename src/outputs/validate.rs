@@ -65,7 +65,10 @@ struct Issues {
 
 impl Issues {
     fn add(&mut self, d: &Diagnostic, catalog: &Catalog, target: Option<&str>) {
-        let issue = d.resolve(catalog, target);
+        self.push(d.resolve(catalog, target));
+    }
+
+    fn push(&mut self, issue: Issue) {
         let key = (
             issue.code.name().to_string(),
             issue.file.clone(),
@@ -122,8 +125,6 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
     let app_files = check_objects(&mut project, &tree, &mut report, &mut issues);
     check_contracts(&mut project, &tree, &mut issues);
 
-    let mut apps = 0;
-    let mut imports = ImportUse::default();
     let session = Session::start(&pipeline::Request {
         root: Some(root.clone()),
         ..Default::default()
@@ -134,22 +135,30 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
         .as_ref()
         .map(Session::layout_apps)
         .unwrap_or_default();
-    let progress = &req.engine.progress;
+    // The run's own problems and the apps to check, in order: gathered first, so that the apps
+    // are checked in parallel and every problem still arrives in the order of `-j 1`.
+    let mut steps = Vec::new();
     if let Some(name) = &req.target {
         // The target's apps, as render-tree renders them: its spec.apps and its layout apps.
         let selected = targets::select(name, &project.clusters, &project.targets);
         report.targets = usize::from(selected.is_ok());
         match (selected, &session) {
-            (Err(d), _) => issues.add(&d, &project.catalog, Some(name)),
+            (Err(d), _) => steps.push(Step::Own(vec![d.resolve(&project.catalog, Some(name))])),
             (Ok(_), Some(session)) => {
                 let found =
                     crate::apps::target_apps::target_apps(session, &tree, &layout_apps, name);
-                issues.extend(&found.unmatched, &session.project.catalog, Some(name));
-                progress.add_apps(found.apps.len());
-                for app in &found.apps {
-                    apps += 1;
-                    check_app(req, &root, Some(name), app, &mut issues, &mut imports);
-                }
+                let catalog = &session.project.catalog;
+                let own = found
+                    .unmatched
+                    .iter()
+                    .map(|d| d.resolve(catalog, Some(name)));
+                steps.push(Step::Own(own.collect()));
+                steps.extend(
+                    found
+                        .apps
+                        .into_iter()
+                        .map(|a| Step::App(Some(name.clone()), a)),
+                );
             }
             (Ok(_), None) => {}
         }
@@ -157,32 +166,21 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
         let mut covered: BTreeSet<String> = BTreeSet::new();
         report.targets = project.targets.len();
         for target in &project.targets {
+            let name = Some(target.name.as_str());
             if let Err(d) = targets::select(&target.name, &project.clusters, &project.targets) {
-                issues.add(&d, &project.catalog, Some(&target.name));
+                steps.push(Step::Own(vec![d.resolve(&project.catalog, name)]));
                 continue;
             }
             let (matched, unmatched) = crate::apps::target_apps::glob_apps(target, &tree);
-            issues.extend(&unmatched, &project.catalog, Some(&target.name));
-            progress.add_apps(matched.len());
-            for app in &matched {
-                apps += 1;
-                check_app(
-                    req,
-                    &root,
-                    Some(&target.name),
-                    app,
-                    &mut issues,
-                    &mut imports,
-                );
-            }
+            let own = unmatched.iter().map(|d| d.resolve(&project.catalog, name));
+            steps.push(Step::Own(own.collect()));
+            let app = |a: &String| Step::App(Some(target.name.clone()), a.clone());
+            steps.extend(matched.iter().map(app));
             covered.extend(matched);
         }
         // Layout apps name their own target (or none); they are checked once each.
-        progress.add_apps(layout_apps.len());
-        for app in &layout_apps {
-            apps += 1;
-            check_app(req, &root, None, &app.dir, &mut issues, &mut imports);
-        }
+        steps.extend(layout_apps.iter().map(|a| Step::App(None, a.dir.clone())));
+        let mut unassigned = Vec::new();
         for (file, loc) in &app_files {
             let parent = file.rsplit_once('/').map_or("", |(dir, _)| dir);
             if !covered.contains(file) && !covered.contains(parent) {
@@ -191,59 +189,115 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
                     "no DeploymentTarget's spec.apps names this file or its directory, so no target deploys it",
                 )
                 .at(*loc);
-                issues.add(&d, &project.catalog, None);
+                unassigned.push(d.resolve(&project.catalog, None));
             }
+        }
+        steps.push(Step::Own(unassigned));
+    }
+    let work: Vec<(Option<&str>, &str)> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::App(target, app) => Some((target.as_deref(), app.as_str())),
+            Step::Own(_) => None,
+        })
+        .collect();
+    req.engine.progress.add_apps(work.len());
+    // Apps are checked in parallel, sharing the cache; a lone app parallelises its own releases.
+    let engine = render::Request {
+        jobs: if work.len() > 1 { 1 } else { req.engine.jobs },
+        ..req.engine.clone()
+    };
+    let mut checked = render::parallel(&work, req.engine.jobs, |(target, app)| {
+        check_app(req, &engine, &root, *target, app)
+    })
+    .into_iter();
+    let mut imports = ImportUse::default();
+    for step in &steps {
+        match step {
+            Step::Own(own) => own.iter().for_each(|i| issues.push(i.clone())),
+            Step::App(target, app) => match checked.next().flatten() {
+                Some(app) => {
+                    issues.extend(&app.diagnostics, &app.catalog, target.as_deref());
+                    imports.merge(app.imports);
+                }
+                None => issues.add(
+                    &Diagnostic::new(
+                        Code::IoError,
+                        format!("internal error: the check of {app} failed"),
+                    ),
+                    &project.catalog,
+                    target.as_deref(),
+                ),
+            },
         }
     }
     imports.report(&mut issues);
-    report.apps = apps;
+    report.apps = work.len();
     report.issues = issues.list;
     Ok(report.finish(strict))
 }
 
-/// The values (and, unless `--no-render`, the render) of one app for one target.
+/// A step of a validation, in the order of its report: problems of the run itself, or an app to
+/// check for a target (none for a layout app that names none).
+enum Step {
+    Own(Vec<Issue>),
+    App(Option<String>, String),
+}
+
+/// What checking one app found.
+struct Checked {
+    diagnostics: Vec<Diagnostic>,
+    catalog: Catalog,
+    imports: ImportUse,
+}
+
+/// The values (and, unless `--no-render`, the render with `engine`) of one app for one target.
 fn check_app(
     req: &Request,
+    engine: &render::Request,
     root: &Path,
     target: Option<&str>,
     app: &str,
-    issues: &mut Issues,
-    imports: &mut ImportUse,
-) {
+) -> Checked {
     let inputs = pipeline::Request {
         paths: vec![root.join(app)],
         root: Some(root.to_path_buf()),
         target: target.map(str::to_string),
         ..req.engine.inputs.clone()
     };
+    let mut imports = ImportUse::default();
     let started = Session::start(&inputs);
     if let Ok((session, entries)) = &started {
         imports.record(session, entries);
     }
-    if req.render {
+    let (diagnostics, catalog) = if req.render {
         let request = render::Request {
             inputs,
             gate: render::Gate::AppInputs,
-            ..req.engine.clone()
+            ..engine.clone()
         };
         let outcome = render::render(&request);
-        issues.extend(&outcome.diagnostics, &outcome.catalog, target);
-        req.engine.progress.app_done();
-        return;
-    }
-    req.engine.progress.app_done();
-    match started {
-        Ok((mut session, entries)) => {
-            let releases = entries.iter().filter_map(|e| match e {
-                Entry::Release(r) => Some(&r.values),
-                Entry::Manifest(_) => None,
-            });
-            let mut problems = Vec::new();
-            pipeline::check_releases(releases, &mut problems);
-            session.diagnostics.extend(problems);
-            issues.extend(&session.diagnostics, &session.project.catalog, target);
+        (outcome.diagnostics, outcome.catalog)
+    } else {
+        match started {
+            Ok((mut session, entries)) => {
+                let releases = entries.iter().filter_map(|e| match e {
+                    Entry::Release(r) => Some(&r.values),
+                    Entry::Manifest(_) => None,
+                });
+                let mut problems = Vec::new();
+                pipeline::check_releases(releases, &mut problems);
+                session.diagnostics.extend(problems);
+                (session.diagnostics, session.project.catalog)
+            }
+            Err((catalog, diags)) => (diags, catalog),
         }
-        Err((catalog, diags)) => issues.extend(&diags, &catalog, target),
+    };
+    req.engine.progress.app_done();
+    Checked {
+        diagnostics,
+        catalog,
+        imports,
     }
 }
 
@@ -289,6 +343,16 @@ impl ImportUse {
                     _ => {}
                 }
             }
+        }
+    }
+
+    /// Adds what another app's check found, after what this one holds (the first `from` and
+    /// place seen stay).
+    fn merge(&mut self, other: ImportUse) {
+        for (key, (applied, absent, from, at)) in other.seen {
+            let seen = self.seen.entry(key).or_insert((false, false, from, at));
+            seen.0 |= applied;
+            seen.1 |= absent;
         }
     }
 

@@ -635,6 +635,21 @@ fn render_is_deterministic() {
     assert_eq!(first, run());
 }
 
+/// validate checks apps in parallel (NYL_JOBS sets how many where no flag can be given), and
+/// reports exactly what one job reports.
+#[test]
+fn validate_in_parallel_reports_what_one_job_reports() {
+    let repo = root().join("tests/fixtures/validate");
+    let one = nyl(&repo, &args("validate -j 1"), &[]);
+    assert_eq!(one.0, 1, "{}", one.2);
+    assert!(one.1.contains("3 apps"), "{}", one.1);
+    assert_eq!(nyl(&repo, &args("validate -j 4"), &[]), one);
+    let jobs = |n: &str| vec![("NYL_JOBS".to_string(), n.to_string())];
+    assert_eq!(nyl(&repo, &args("validate"), &jobs("3")), one);
+    let zero = nyl(&repo, &args("validate"), &jobs("0"));
+    assert_eq!(zero.0, 2, "no jobs is a usage error: {}", zero.2);
+}
+
 /// plugin.yaml is a ConfigManagementPlugin with what Argo CD requires of one.
 #[test]
 fn plugin_yaml_has_the_fields_argo_cd_requires() {
