@@ -368,6 +368,13 @@ impl Project {
         }
     }
 
+    /// Whether a limit on the files or bytes read has stopped this run's reading: every file
+    /// after the one that crossed it comes back unread, with no documents and no problems.
+    pub fn stopped_reading(&self) -> bool {
+        let limits = self.config.limits;
+        self.files_read > limits.max_files || self.bytes_read > limits.max_total_bytes
+    }
+
     /// Reads one file for a look that keeps nothing of it (validate's scan of every file): what
     /// its documents cost is given back to the run's budget once `look` has consumed them.
     pub fn look_at<R>(
@@ -630,6 +637,11 @@ impl Project {
         let (file, docs, problems) = self.read_yaml(&path);
         if !problems.is_empty() {
             return (ContractState::Broken, problems);
+        }
+        if self.stopped_reading() {
+            // Not read: the limit was reported at the file that crossed it, and an unread
+            // contract is no empty one.
+            return (ContractState::Broken, Vec::new());
         }
         match components::parse_contract(&docs, component, Loc::new(file, 0)) {
             Ok(c) => (ContractState::Valid(c), Vec::new()),

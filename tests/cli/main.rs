@@ -344,6 +344,7 @@ cases! {
     validate_missing_dir,
     validate_no_render,
     validate_one_target,
+    validate_past_max_files,
     validate_search_path_missing,
     validate_strict,
     validate_text,
