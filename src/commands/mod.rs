@@ -204,7 +204,7 @@ pub fn main() -> ExitCode {
         eprintln!("{message}");
         return ExitCode::from(2);
     }
-    match cli.command {
+    let status = match cli.command {
         Command::Values(args) => values::values(args),
         Command::Render(args) => render::render(args),
         Command::Explain(args) => explain::explain(args),
@@ -224,6 +224,22 @@ pub fn main() -> ExitCode {
         Command::Argocd(argocd::ArgocdCommand::Parameters) => argocd::argocd_parameters(),
         Command::Version => version::print_version(),
         Command::Completion { shell } => print_completion(shell),
+    };
+    log_peak_memory();
+    status
+}
+
+/// nyl's own peak memory (its threads, not the helm processes it ran), for `bench/run`:
+/// `RUST_LOG=nyl_render::memory=debug`.
+fn log_peak_memory() {
+    if !tracing::enabled!(target: "nyl_render::memory", tracing::Level::DEBUG) {
+        return;
+    }
+    // SAFETY: getrusage only writes the struct it is given, which is zeroed and ours.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut usage) } == 0 {
+        tracing::debug!(target: "nyl_render::memory", max_rss_kib = usage.ru_maxrss, "peak memory");
     }
 }
 
