@@ -371,6 +371,26 @@ fn version_names_the_helm() {
     );
 }
 
+/// nyl reports its own peak memory when asked (bench/run reads it), and only then.
+#[test]
+fn peak_memory_is_reported_at_debug_level() {
+    let dir = tempdir("peak-memory");
+    let env = [(
+        "RUST_LOG".to_string(),
+        "nyl_render::memory=debug".to_string(),
+    )];
+    let (status, _, stderr) = nyl(&dir, &["version".to_string()], &env);
+    assert_eq!(status, 0, "{stderr}");
+    let kib: u64 = stderr
+        .split("max_rss_kib=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no peak memory in {stderr:?}"));
+    assert!(kib > 0);
+    assert_eq!(nyl(&dir, &["version".to_string()], &[]).2, "");
+}
+
 #[test]
 fn every_case_file_is_listed() {
     let mut files: Vec<String> = fs::read_dir(root().join("tests/cases"))
