@@ -230,16 +230,21 @@ pub fn main() -> ExitCode {
 }
 
 /// nyl's own peak memory (its threads, not the helm processes it ran), for `bench/run`:
-/// `RUST_LOG=nyl_render::memory=debug`.
+/// `RUST_LOG=peak_memory=debug` (a target outside `nyl`, so that `-vv` leaves it out). The kernel's high-water mark of this process's memory
+/// (`VmHWM`), not `getrusage`, whose maximum carries over `exec` from the process that started
+/// nyl (a Python parent's, say).
 fn log_peak_memory() {
-    if !tracing::enabled!(target: "nyl_render::memory", tracing::Level::DEBUG) {
+    if !tracing::enabled!(target: "peak_memory", tracing::Level::DEBUG) {
         return;
     }
-    // SAFETY: getrusage only writes the struct it is given, which is zeroed and ours.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_SELF is always valid.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut usage) } == 0 {
-        tracing::debug!(target: "nyl_render::memory", max_rss_kib = usage.ru_maxrss, "peak memory");
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(kib) = kib {
+        tracing::debug!(target: "peak_memory", max_rss_kib = kib, "peak memory");
     }
 }
 

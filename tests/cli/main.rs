@@ -375,10 +375,7 @@ fn version_names_the_helm() {
 #[test]
 fn peak_memory_is_reported_at_debug_level() {
     let dir = tempdir("peak-memory");
-    let env = [(
-        "RUST_LOG".to_string(),
-        "nyl_render::memory=debug".to_string(),
-    )];
+    let env = [("RUST_LOG".to_string(), "peak_memory=debug".to_string())];
     let (status, _, stderr) = nyl(&dir, &["version".to_string()], &env);
     assert_eq!(status, 0, "{stderr}");
     let kib: u64 = stderr
