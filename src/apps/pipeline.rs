@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use crate::project::{self, ChartRef, Project};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
@@ -16,7 +17,7 @@ use nyl_core::data::yaml::{Document, Mode};
 use nyl_core::expansion::manifest::Manifest;
 use nyl_core::expansion::Entry;
 use nyl_core::project::layouts;
-use nyl_core::project::objects::{self, ChartSource, DocKind, Place};
+use nyl_core::project::objects::{self, ChartSource, Config, DocKind, Place};
 use nyl_core::values::components::{self, Chart};
 use nyl_core::values::release::{ChartSpec, ExplainLayer, InvocationValues, Release};
 use nyl_core::values::targets::{self, Target};
@@ -81,21 +82,77 @@ pub struct Session {
     runtime_target_values: Option<Node>,
 }
 
-impl Session {
-    /// Finds the project of the first path, loads it and selects the target. `Err` carries the
-    /// catalog and problems when there is no usable project.
-    /// `root` fixes the project root (the Argo CD app directory's); otherwise it is found from
-    /// `first`.
-    fn open(first: &Path, req: &Request) -> Result<Session, (Catalog, Vec<Diagnostic>)> {
+/// The project of a run, loaded once (`nyl.toml` and every targets file) with the problems of
+/// loading it. Every session of the run (each app render of `validate`, `render-tree`, `diff`)
+/// starts from a copy of it, so no file of it is read twice.
+pub struct Loaded {
+    pub root: PathBuf,
+    /// Behind a lock only so that parallel renders can share it: its read budget is a `Cell`.
+    project: Mutex<Project>,
+    /// The problems of loading it.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Loaded {
+    /// Loads the project at `root`. `Err` carries the catalog and problems when there is no
+    /// usable project.
+    pub fn load(root: PathBuf) -> Result<Loaded, (Catalog, Vec<Diagnostic>)> {
+        let (project, diagnostics) = Project::load(root)?;
+        Ok(Loaded {
+            root: project.root.clone(),
+            project: Mutex::new(project),
+            diagnostics,
+        })
+    }
+
+    /// A copy of the project as loaded.
+    pub fn project(&self) -> Project {
+        self.project
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The project's settings.
+    pub fn config(&self) -> Config {
+        let project = self.project.lock().unwrap_or_else(PoisonError::into_inner);
+        project.config.clone()
+    }
+
+    /// The project of the request: at its fixed root (the Argo CD app directory's), else found
+    /// from its first path (the working directory's for a layout app id).
+    pub fn of_request(req: &Request) -> Result<Loaded, (Catalog, Vec<Diagnostic>)> {
         let root = match &req.root {
             Some(root) => root.clone(),
-            None => project::find_root(first).map_err(|d| (Catalog::default(), vec![d]))?,
+            None => {
+                project::find_root(&first_path(req)).map_err(|d| (Catalog::default(), vec![d]))?
+            }
         };
-        let (project, diagnostics) = Project::load(root)?;
+        Loaded::load(root)
+    }
+}
+
+/// Where the project of a request is looked for: its first path, or the working directory.
+fn first_path(req: &Request) -> PathBuf {
+    let first = req
+        .paths
+        .first()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("."));
+    match first.to_str() {
+        // A layout app id is no path: the project is the working directory's.
+        Some(text) if !first.exists() && layouts::looks_like_id(text) => PathBuf::from("."),
+        _ => first,
+    }
+}
+
+impl Session {
+    /// A session over a copy of the loaded project, with the request's runtime values and target.
+    fn open(loaded: &Loaded, req: &Request) -> Session {
         let mut session = Session {
-            project,
+            project: loaded.project(),
             target: None,
-            diagnostics,
+            diagnostics: loaded.diagnostics.clone(),
             evaluate: true,
             loaded: 0,
             runtime_values: Vec::new(),
@@ -138,7 +195,7 @@ impl Session {
         if session.evaluate {
             session.demote_unrelated(loaded);
         }
-        Ok(session)
+        session
     }
 
     /// The target `name`, or what stands in the way: the errors of its own broken definition when
@@ -273,20 +330,15 @@ impl Session {
         Some(node)
     }
 
-    /// Opens the session of the request's paths (the project of the first one, unless the root is
-    /// fixed) and reads every path's entries, in order.
-    pub fn start(req: &Request) -> Result<(Session, Vec<Entry>), (Catalog, Vec<Diagnostic>)> {
-        let first = req
-            .paths
-            .first()
-            .cloned()
-            .unwrap_or_else(|| PathBuf::from("."));
-        let first = match first.to_str() {
-            // A layout app id is no path: the project is the working directory's.
-            Some(text) if !first.exists() && layouts::looks_like_id(text) => PathBuf::from("."),
-            _ => first,
-        };
-        let mut session = Session::open(&first, req)?;
+    /// Loads the request's project and starts its one session (`values`, `explain`).
+    pub fn start_alone(req: &Request) -> Result<(Session, Vec<Entry>), (Catalog, Vec<Diagnostic>)> {
+        Ok(Session::start(&Loaded::of_request(req)?, req))
+    }
+
+    /// Opens a session of the loaded project for the request and reads every path's entries, in
+    /// order.
+    pub fn start(loaded: &Loaded, req: &Request) -> (Session, Vec<Entry>) {
+        let mut session = Session::open(loaded, req);
         session.loaded = session.diagnostics.len();
         let mut entries = Vec::new();
         session.reading_apps = true;
@@ -308,7 +360,7 @@ impl Session {
             ));
             entries.clear();
         }
-        Ok((session, entries))
+        (session, entries)
     }
 
     /// Moves the warnings of files the project read leniently into the diagnostics.

@@ -34,7 +34,7 @@ pub(super) fn explain(args: ExplainArgs) -> ExitCode {
         Ok(request) => request,
         Err(problems) => return ExitCode::from(report_diagnostics(problems, &Catalog::default())),
     };
-    let (mut session, entries) = match pipeline::Session::start(&request) {
+    let (mut session, entries) = match pipeline::Session::start_alone(&request) {
         Ok(started) => started,
         Err((catalog, diags)) => return ExitCode::from(report_diagnostics(diags, &catalog)),
     };

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use crate::apps::pipeline::{check_releases, Request, Session};
+use crate::apps::pipeline::{check_releases, Loaded, Request, Session};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::Catalog;
 use nyl_core::data::value::Node;
@@ -111,16 +111,19 @@ pub(super) struct Outcome {
 /// `nyl values`; with `with_defaults`, also each release's values coalesced over its chart's
 /// defaults (what the templates see), for `--explain`.
 pub(super) fn evaluate(req: &Request, with_defaults: bool) -> Outcome {
-    let (mut session, entries) = match Session::start(req) {
-        Ok(started) => started,
-        Err((catalog, diagnostics)) => {
-            return Outcome {
-                catalog,
-                diagnostics,
-                ..Outcome::default()
-            }
-        }
-    };
+    match Loaded::of_request(req) {
+        Ok(loaded) => evaluate_in(&loaded, req, with_defaults),
+        Err((catalog, diagnostics)) => Outcome {
+            catalog,
+            diagnostics,
+            ..Outcome::default()
+        },
+    }
+}
+
+/// [`evaluate`] on the project the run loaded.
+pub(super) fn evaluate_in(loaded: &Loaded, req: &Request, with_defaults: bool) -> Outcome {
+    let (mut session, entries) = Session::start(loaded, req);
     let mut items = Vec::new();
     let mut effective = Vec::new();
     for entry in entries {

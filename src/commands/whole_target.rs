@@ -30,9 +30,9 @@ impl<T> Outcome<T> {
 
 /// What the paths of a run with a target stand for.
 enum Plan {
-    /// The target's apps (those below the paths, when there are paths), in the project `root`;
-    /// `None` when the project or the target cannot be used (the problems say why).
-    Apps(Option<(PathBuf, Vec<String>)>),
+    /// The target's apps (those below the paths, when there are paths), with the run of their
+    /// project; `None` when the project or the target cannot be used (the problems say why).
+    Apps(Option<(render::Run, Vec<String>)>),
     /// The paths are read as apps themselves, as without a target.
     Paths,
 }
@@ -57,22 +57,23 @@ fn plan(
         },
         (root, _) => root.clone(),
     };
-    let start = Session::start(&pipeline::Request {
+    let request = pipeline::Request {
         root,
         paths: Vec::new(),
         target: None,
         values: Vec::new(),
         target_values: None,
         ..inputs.clone()
-    });
-    let session = match start {
-        Ok((session, _)) => session,
+    };
+    let run = match pipeline::Loaded::of_request(&request) {
+        Ok(loaded) => render::Run::new(loaded),
         Err(_) if narrowing => return (Plan::Paths, Vec::new()),
         Err((catalog, diags)) => {
             let diags = diags.into_iter().map(|d| (d, catalog.clone())).collect();
             return (Plan::Apps(None), diags);
         }
     };
+    let (session, _) = Session::start(&run.loaded, &request);
     let mut own = session.diagnostics.clone();
     let scan = scan::Tree::scan(&session.project, &session.project.root);
     let layout_apps = session.layout_apps();
@@ -100,8 +101,7 @@ fn plan(
     }
     let catalog = &session.project.catalog;
     let own = own.into_iter().map(|d| (d, catalog.clone())).collect();
-    let root = session.project.root.clone();
-    (Plan::Apps(apps.map(|apps| (root, apps))), own)
+    (Plan::Apps(apps.map(|apps| (run, apps))), own)
 }
 
 /// The apps below the directories `dirs`, when every directory is no app itself (neither one of
@@ -154,9 +154,10 @@ pub(super) fn render(req: &render::Request, target: &str) -> Option<Outcome<rend
     let mut apps = Vec::new();
     // Fail closed before Helm runs: the run's own problems stop it, as they stop a render.
     let failed = diagnostics.iter().any(|(d, _)| d.is_error());
-    if let Some((root, names)) = planned.filter(|_| !failed) {
+    if let Some((run, names)) = planned.filter(|_| !failed) {
         req.progress.add_apps(names.len());
-        let rendered = tree::render_apps(req, &root, target, &names);
+        let rendered = tree::render_apps(&run, req, target, &names);
+        run.finish();
         for (app, outcome) in names.into_iter().zip(rendered) {
             let Some(mut outcome) = outcome else {
                 let d = Diagnostic::new(
@@ -217,7 +218,8 @@ pub(super) fn values(
     };
     let mut apps = Vec::new();
     let failed = diagnostics.iter().any(|(d, _)| d.is_error());
-    if let Some((root, names)) = planned.filter(|_| !failed) {
+    if let Some((run, names)) = planned.filter(|_| !failed) {
+        let root = &run.loaded.root;
         for app in names {
             let request = pipeline::Request {
                 paths: vec![root.join(&app)],
@@ -225,7 +227,7 @@ pub(super) fn values(
                 target: Some(target.to_string()),
                 ..inputs.clone()
             };
-            let mut outcome = super::values::evaluate(&request, explain);
+            let mut outcome = super::values::evaluate_in(&run.loaded, &request, explain);
             // An app of plain manifests has no invocations, and that is no problem here.
             outcome
                 .diagnostics

@@ -3,14 +3,15 @@
 //! written or as Helm printed it (namespaced chart objects given their release's namespace),
 //! nyl's own kinds dropped. Nothing is returned unless the whole render succeeded.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use crate::apps::pipeline::{self, Session};
+use crate::apps::pipeline::{self, Loaded, Session};
 use crate::helm::cache::{self, Cache};
 use crate::helm::remote::{self, Stop};
+use crate::helm::values_schema::{self, Schemas};
 use crate::helm::{Failure, Helm, Template};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::ObjectName;
@@ -67,18 +68,91 @@ pub struct Outcome {
     pub limits: Limits,
 }
 
-pub fn render(req: &Request) -> Outcome {
-    let started = Session::start(&req.inputs);
-    let (mut session, entries) = match started {
-        Ok(started) => started,
-        Err((catalog, diagnostics)) => {
-            return Outcome {
+/// What every app render of one run shares, built once and borrowed by each: the project as
+/// loaded, the helm found (its `helm version` probe), the render cache (with its chart digests)
+/// and the compiled values schemas. The renders of a run share one engine setting (cache
+/// directory and mode, helm timeout): the first render's request sets up helm and the cache.
+pub struct Run {
+    pub loaded: Loaded,
+    cache_dir: OnceLock<Option<PathBuf>>,
+    helm: OnceLock<Result<Helm, Diagnostic>>,
+    cache: OnceLock<Cache>,
+    schemas: Schemas,
+}
+
+impl Run {
+    pub fn new(loaded: Loaded) -> Run {
+        Run {
+            loaded,
+            cache_dir: OnceLock::new(),
+            helm: OnceLock::new(),
+            cache: OnceLock::new(),
+            schemas: Schemas::default(),
+        }
+    }
+
+    /// The project of the request, loaded, as a run of its own; `Err` with the render's outcome
+    /// when there is no usable project.
+    pub fn of_request(req: &Request) -> Result<Run, Outcome> {
+        Loaded::of_request(&req.inputs)
+            .map(Run::new)
+            .map_err(|(catalog, diagnostics)| Outcome {
                 catalog,
                 diagnostics,
                 ..Outcome::default()
-            }
+            })
+    }
+
+    /// The helm of the run, located once, with an output budget of its own for one render.
+    fn helm(&self, req: &Request) -> Result<(Helm, &Cache), Diagnostic> {
+        let helm = self.helm.get_or_init(|| {
+            // Probes and entries are read only from a directory nobody else can write. The
+            // remembered `helm version` answer serves `--no-cache` too: it is no render output.
+            let probes = self.cache_dir(req).map(cache::probes_dir);
+            let limits = self.loaded.config().limits;
+            let timeout = limits.helm_timeout_seconds.map_or(req.helm_timeout, |s| {
+                req.helm_timeout.min(Duration::from_secs(s))
+            });
+            Helm::locate(probes.as_deref(), timeout, limits.max_render_bytes)
+        });
+        let helm = helm.as_ref().map_err(Clone::clone)?;
+        let cache = self.cache.get_or_init(|| {
+            let dir = self.cache_dir(req).map(Path::to_path_buf);
+            Cache::new(dir, req.cache, req.cache_max_bytes, helm)
+                .with_progress(req.progress.clone())
+        });
+        Ok((helm.for_render(), cache))
+    }
+
+    /// The render cache's directory, checked once per run.
+    fn cache_dir(&self, req: &Request) -> Option<&Path> {
+        self.cache_dir
+            .get_or_init(|| req.cache_dir.as_deref().and_then(cache::open_dir))
+            .as_deref()
+    }
+
+    /// Ends the run: the render cache is bounded and summed up once.
+    pub fn finish(&self) {
+        if let Some(cache) = self.cache.get() {
+            cache.finish();
         }
+    }
+}
+
+/// Renders the request as a run of its own.
+pub fn render(req: &Request) -> Outcome {
+    let run = match Run::of_request(req) {
+        Ok(run) => run,
+        Err(outcome) => return outcome,
     };
+    let outcome = render_in(&run, req);
+    run.finish();
+    outcome
+}
+
+/// Renders the request's apps within the run, on a copy of its loaded project.
+pub fn render_in(run: &Run, req: &Request) -> Outcome {
+    let (mut session, entries) = Session::start(&run.loaded, &req.inputs);
     let mut manifests = Vec::new();
     // Fail closed: with any problem in the inputs, Helm is not even run. Validation looks past
     // problems elsewhere in the project, to find every app's own.
@@ -89,8 +163,9 @@ pub fn render(req: &Request) -> Outcome {
     if !session.has_errors_after(skip) {
         let mut tree = Tree {
             session: &mut session,
+            run,
             jobs: Vec::new(),
-            schemas: crate::helm::values_schema::Schemas::default(),
+            schema_checked: false,
         };
         let top = tree.nodes(entries, &[], None);
         if tree.run(req, skip) {
@@ -161,8 +236,10 @@ struct Job {
 /// their output spliced in place, so the result is in input order whatever the parallelism.
 struct Tree<'a> {
     session: &'a mut Session,
+    run: &'a Run,
     jobs: Vec<Job>,
-    schemas: crate::helm::values_schema::Schemas,
+    /// Whether any release's values were checked against its chart's schema.
+    schema_checked: bool,
 }
 
 impl Tree<'_> {
@@ -199,23 +276,13 @@ impl Tree<'_> {
         if pending.is_empty() {
             return true;
         }
-        // Probes and entries are read only from a directory nobody else can write. The
-        // remembered `helm version` answer serves `--no-cache` too: it is no render output.
-        let cache_dir = req.cache_dir.as_deref().and_then(cache::open_dir);
-        let probes = cache_dir.as_deref().map(cache::probes_dir);
-        let limits = self.session.project.config.limits;
-        let timeout = limits.helm_timeout_seconds.map_or(req.helm_timeout, |s| {
-            req.helm_timeout.min(Duration::from_secs(s))
-        });
-        let helm = match Helm::locate(probes.as_deref(), timeout, limits.max_render_bytes) {
-            Ok(helm) => helm,
+        let (helm, cache) = match self.run.helm(req) {
+            Ok(found) => found,
             Err(d) => {
                 self.session.diagnostics.push(d);
                 return false;
             }
         };
-        let cache = Cache::new(cache_dir, req.cache, req.cache_max_bytes, &helm)
-            .with_progress(req.progress.clone());
         let mut ok = true;
         while !pending.is_empty() {
             pending.retain(|&i| self.admit(i) && self.schema_ok(i));
@@ -251,11 +318,11 @@ impl Tree<'_> {
                     }
                 })
                 .collect();
-            let max_schema_bytes = limits.max_total_bytes;
+            let max_schema_bytes = self.session.project.config.limits.max_total_bytes;
             let outputs = parallel(&templates, req.jobs, |t| match t.chart {
                 ChartSpec::Local(_) => cache.template(&helm, t).map_err(Stop::Template),
                 ChartSpec::Remote(remote) => {
-                    remote::render(&cache, &helm, t, remote, max_schema_bytes)
+                    remote::render(cache, &helm, t, remote, max_schema_bytes)
                 }
             })
             .into_iter()
@@ -279,8 +346,7 @@ impl Tree<'_> {
             ok &= !self.session.has_errors_after(skip);
             pending = next;
         }
-        cache.finish();
-        if self.schemas.checked_any() {
+        if self.schema_checked {
             self.session
                 .diagnostics
                 .extend(nyl_core::values::coalesce::rules_warning(&helm.version));
@@ -371,12 +437,15 @@ impl Tree<'_> {
         }
         // A chart whose values.yaml failed is reported once (an empty `Err` after that) and
         // never goes to Helm.
-        match crate::helm::values_schema::check(
+        match values_schema::check(
             &mut self.session.project,
-            &mut self.schemas,
+            &self.run.schemas,
             &self.jobs[i].release,
         ) {
-            Ok(()) => true,
+            Ok(checked) => {
+                self.schema_checked |= checked;
+                true
+            }
             Err(problems) => {
                 self.session.diagnostics.extend(problems);
                 false

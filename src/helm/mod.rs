@@ -197,6 +197,15 @@ impl Helm {
         }
     }
 
+    /// The same helm for another render of the run: located once, with this render's own output
+    /// budget as it started.
+    pub fn for_render(&self) -> Helm {
+        Helm {
+            output_left: Arc::new(AtomicU64::new(self.max_output)),
+            ..self.clone()
+        }
+    }
+
     /// The time the next process may take.
     fn time_left(&self) -> Duration {
         self.deadline.map_or(self.timeout, |d| {

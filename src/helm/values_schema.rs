@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::project::Project;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
@@ -14,44 +15,42 @@ use nyl_core::outputs::report::describe;
 use nyl_core::values::coalesce::coalesce;
 use nyl_core::values::release::{ChartSpec, Release};
 
-/// Compiled schemas per chart directory, so that a run reads and compiles each one once.
+/// Compiled schemas per chart directory, so that a run reads and compiles each one once, however
+/// many app renders share it.
 #[derive(Default)]
-pub struct Schemas(HashMap<PathBuf, Option<jsonschema::Validator>>);
+pub struct Schemas(Mutex<HashMap<PathBuf, Option<Arc<jsonschema::Validator>>>>);
 
 impl Schemas {
-    /// Whether any chart's schema was checked, which coalesced values by nyl's rules.
-    pub fn checked_any(&self) -> bool {
-        self.0.values().any(Option::is_some)
-    }
-
     /// The chart's compiled schema; `None` without one, or with one nyl cannot compile (left to
     /// Helm, whose message is the authority on it).
-    fn get(&mut self, dir: &Path) -> Option<&jsonschema::Validator> {
-        self.0
+    fn get(&self, dir: &Path) -> Option<Arc<jsonschema::Validator>> {
+        let mut known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        known
             .entry(dir.to_path_buf())
             .or_insert_with(|| {
                 let text = fs::read_to_string(dir.join("values.schema.json")).ok()?;
                 let schema = serde_json::from_str::<serde_json::Value>(&text).ok()?;
-                jsonschema::validator_for(&schema).ok()
+                jsonschema::validator_for(&schema).ok().map(Arc::new)
             })
-            .as_ref()
+            .clone()
     }
 }
 
 /// Violations of the release's chart schema. Subcharts' schemas are left to Helm, which knows
-/// their conditions, tags and aliases. A chart without a schema costs nothing here. `Err` holds
+/// their conditions, tags and aliases. A chart without a schema costs nothing here. `Ok(true)`
+/// when the chart has a schema nyl checked the values against. `Err` holds
 /// the violations, or the problems of the chart's values files (empty when they were already
 /// reported for an earlier release of the chart).
 pub fn check(
     project: &mut Project,
-    schemas: &mut Schemas,
+    schemas: &Schemas,
     release: &Release,
-) -> Result<(), Vec<Diagnostic>> {
+) -> Result<bool, Vec<Diagnostic>> {
     let ChartSpec::Local(dir) = &release.chart else {
-        return Ok(());
+        return Ok(false);
     };
     let Some(validator) = schemas.get(dir) else {
-        return Ok(());
+        return Ok(false);
     };
     let chart = project.chart_values(dir)?;
     let values = coalesce(release.values.values.clone(), &chart);
@@ -84,7 +83,7 @@ pub fn check(
         );
     }
     if out.is_empty() {
-        Ok(())
+        Ok(true)
     } else {
         Err(out)
     }

@@ -129,8 +129,30 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
         paths: Vec::new(),
         ..req.engine.inputs.clone()
     };
-    let (session, _) = Session::start(&inputs)
-        .map_err(|(c, d)| d.into_iter().map(|d| (d, c.clone())).collect::<Vec<_>>())?;
+    let run = render::Run::of_request(&render::Request {
+        inputs: inputs.clone(),
+        ..req.engine.clone()
+    })
+    .map_err(|failed| {
+        let catalog = failed.catalog;
+        (failed.diagnostics.into_iter())
+            .map(|d| (d, catalog.clone()))
+            .collect::<Vec<_>>()
+    })?;
+    let (session, _) = Session::start(&run.loaded, &inputs);
+    let rendered = render_side(req, &run, &session, &inputs);
+    run.finish();
+    rendered
+}
+
+/// The apps of one side, each rendered within the side's run.
+fn render_side(
+    req: &Request,
+    run: &render::Run,
+    session: &Session,
+    inputs: &pipeline::Request,
+) -> Result<Side, Problems> {
+    let root = &session.project.root;
     let mut out = Side::default();
     if let Some(target) = &req.target {
         if let Err(problems) = session.select(target, session.loaded) {
@@ -159,22 +181,25 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
         out.present.push(app.clone());
         let rendered = match &req.target {
             Some(target) => tree::render_app(
+                run,
                 &render::Request {
                     allow_empty: true,
                     ..req.engine.clone()
                 },
-                root,
                 target,
                 &app,
             ),
-            None => render::render(&render::Request {
-                inputs: pipeline::Request {
-                    paths: vec![root.join(&app)],
-                    ..inputs.clone()
+            None => render::render_in(
+                run,
+                &render::Request {
+                    inputs: pipeline::Request {
+                        paths: vec![root.join(&app)],
+                        ..inputs.clone()
+                    },
+                    allow_empty: true,
+                    ..req.engine.clone()
                 },
-                allow_empty: true,
-                ..req.engine.clone()
-            }),
+            ),
         };
         req.engine.progress.app_done();
         if rendered.diagnostics.iter().any(Diagnostic::is_error) {

@@ -63,19 +63,23 @@ const INDEX: &str = ".nyl/index.json";
 pub fn run(req: &Request) -> Outcome {
     let mut outcome = Outcome::default();
     let mut files = Vec::new();
-    let start = Session::start(&pipeline::Request {
-        paths: Vec::new(),
-        ..req.engine.inputs.clone()
-    });
-    let (session, _) = match start {
-        Ok(started) => started,
-        Err((catalog, diags)) => {
+    let run = match render::Run::of_request(&req.engine) {
+        Ok(run) => run,
+        Err(failed) => {
+            let catalog = failed.catalog;
             outcome
                 .diagnostics
-                .extend(diags.into_iter().map(|d| (d, catalog.clone())));
+                .extend(failed.diagnostics.into_iter().map(|d| (d, catalog.clone())));
             return outcome;
         }
     };
+    let (session, _) = Session::start(
+        &run.loaded,
+        &pipeline::Request {
+            paths: Vec::new(),
+            ..req.engine.inputs.clone()
+        },
+    );
     // The run's own problems, against the session's catalog; apps bring their own. Loading the
     // project comes first: `nyl.toml`'s problems stop the run, other targets' files warn.
     let mut own: Vec<Diagnostic> = session.diagnostics.clone();
@@ -134,7 +138,7 @@ pub fn run(req: &Request) -> Outcome {
             allow_empty: req.allow_empty,
             ..req.engine.clone()
         };
-        let rendered_apps = render_apps(&engine, &session.project.root, target, apps);
+        let rendered_apps = render_apps(&run, &engine, target, apps);
         let mut dirs: BTreeMap<String, &String> = BTreeMap::new();
         for app in apps {
             if let Some(other) = dirs.insert(app_dir(app), app) {
@@ -196,6 +200,7 @@ pub fn run(req: &Request) -> Outcome {
         .diagnostics
         .extend(own.into_iter().map(|d| (d, catalog.clone())));
     once_each(&mut outcome.diagnostics);
+    run.finish();
     // Fail closed: a tree with an app missing would make the GitOps engine prune it.
     if outcome.diagnostics.iter().any(|(d, _)| d.is_error()) {
         return outcome;
@@ -278,8 +283,8 @@ fn nothing_to_deploy(name: &str, allow_empty: bool) -> Diagnostic {
 /// The apps, each rendered for `target`, in their order. Apps render in parallel, sharing the
 /// cache; a lone app parallelises its own releases. Each app done counts in the progress.
 pub(crate) fn render_apps(
+    run: &render::Run,
     engine: &render::Request,
-    root: &Path,
     target: &str,
     apps: &[String],
 ) -> Vec<Option<render::Outcome>> {
@@ -288,29 +293,31 @@ pub(crate) fn render_apps(
         ..engine.clone()
     };
     render::parallel(apps, engine.jobs, |app| {
-        let outcome = render_app(&each, root, target, app);
+        let outcome = render_app(run, &each, target, app);
         engine.progress.app_done();
         outcome
     })
 }
 
-/// One app rendered for one target; `engine.allow_empty` decides whether it may be empty.
+/// One app rendered for one target within the run; `engine.allow_empty` decides whether it may
+/// be empty.
 pub fn render_app(
+    run: &render::Run,
     engine: &render::Request,
-    root: &Path,
     target: &str,
     app: &str,
 ) -> render::Outcome {
+    let root = &run.loaded.root;
     let request = render::Request {
         inputs: pipeline::Request {
             paths: vec![root.join(app)],
-            root: Some(root.to_path_buf()),
+            root: Some(root.clone()),
             target: Some(target.to_string()),
             ..engine.inputs.clone()
         },
         ..engine.clone()
     };
-    render::render(&request)
+    render::render_in(run, &request)
 }
 
 /// `apps/db.yaml` -> `apps/db`, `apps/web` -> `apps/web`.

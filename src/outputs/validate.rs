@@ -6,9 +6,9 @@
 //! real Helm render. Problems from all of it are gathered as [`Issue`]s, each reported once.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::apps::pipeline::{self, Session};
+use crate::apps::pipeline::{self, Loaded, Session};
 use crate::expansion::render;
 use crate::project::scan::Tree;
 use crate::project::{self, Project};
@@ -108,7 +108,7 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
             .finish(strict));
         }
     };
-    let (mut project, diags) = match Project::load(root.clone()) {
+    let loaded = match Loaded::load(root.clone()) {
         Ok(loaded) => loaded,
         Err((catalog, diags)) => {
             issues.extend(&diags, &catalog, None);
@@ -119,22 +119,22 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
             .finish(strict));
         }
     };
-    issues.extend(&diags, &project.catalog, None);
+    // The run's own checks read every file into a copy of its own; app renders share the
+    // project as loaded.
+    let mut project = loaded.project();
+    issues.extend(&loaded.diagnostics, &project.catalog, None);
+    let run = render::Run::new(loaded);
     let tree = Tree::scan(&project, &req.dir);
     report.objects = count_target_objects(&project);
     let app_files = check_objects(&mut project, &tree, &mut report, &mut issues);
     check_contracts(&mut project, &tree, &mut issues);
 
-    let session = Session::start(&pipeline::Request {
+    let inputs = pipeline::Request {
         root: Some(root.clone()),
         ..Default::default()
-    })
-    .ok()
-    .map(|(session, _)| session);
-    let layout_apps = session
-        .as_ref()
-        .map(Session::layout_apps)
-        .unwrap_or_default();
+    };
+    let session = Session::start(&run.loaded, &inputs).0;
+    let layout_apps = session.layout_apps();
     // The run's own problems and the apps to check, in order: gathered first, so that the apps
     // are checked in parallel and every problem still arrives in the order of `-j 1`.
     let mut steps = Vec::new();
@@ -142,11 +142,11 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
         // The target's apps, as render-tree renders them: its spec.apps and its layout apps.
         let selected = targets::select(name, &project.clusters, &project.targets);
         report.targets = usize::from(selected.is_ok());
-        match (selected, &session) {
-            (Err(d), _) => steps.push(Step::Own(vec![d.resolve(&project.catalog, Some(name))])),
-            (Ok(_), Some(session)) => {
+        match selected {
+            Err(d) => steps.push(Step::Own(vec![d.resolve(&project.catalog, Some(name))])),
+            Ok(_) => {
                 let found =
-                    crate::apps::target_apps::target_apps(session, &tree, &layout_apps, name);
+                    crate::apps::target_apps::target_apps(&session, &tree, &layout_apps, name);
                 let catalog = &session.project.catalog;
                 let own = found
                     .unmatched
@@ -160,7 +160,6 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
                         .map(|a| Step::App(Some(name.clone()), a)),
                 );
             }
-            (Ok(_), None) => {}
         }
     } else {
         let mut covered: BTreeSet<String> = BTreeSet::new();
@@ -208,9 +207,10 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
         ..req.engine.clone()
     };
     let mut checked = render::parallel(&work, req.engine.jobs, |(target, app)| {
-        check_app(req, &engine, &root, *target, app)
+        check_app(req, &engine, &run, *target, app)
     })
     .into_iter();
+    run.finish();
     let mut imports = ImportUse::default();
     for step in &steps {
         match step {
@@ -251,47 +251,42 @@ struct Checked {
     imports: ImportUse,
 }
 
-/// The values (and, unless `--no-render`, the render with `engine`) of one app for one target.
+/// The values (and, unless `--no-render`, the render with `engine`) of one app for one target,
+/// within the run.
 fn check_app(
     req: &Request,
     engine: &render::Request,
-    root: &Path,
+    run: &render::Run,
     target: Option<&str>,
     app: &str,
 ) -> Checked {
+    let root = &run.loaded.root;
     let inputs = pipeline::Request {
         paths: vec![root.join(app)],
-        root: Some(root.to_path_buf()),
+        root: Some(root.clone()),
         target: target.map(str::to_string),
         ..req.engine.inputs.clone()
     };
     let mut imports = ImportUse::default();
-    let started = Session::start(&inputs);
-    if let Ok((session, entries)) = &started {
-        imports.record(session, entries);
-    }
+    let (mut session, entries) = Session::start(&run.loaded, &inputs);
+    imports.record(&session, &entries);
     let (diagnostics, catalog) = if req.render {
         let request = render::Request {
             inputs,
             gate: render::Gate::AppInputs,
             ..engine.clone()
         };
-        let outcome = render::render(&request);
+        let outcome = render::render_in(run, &request);
         (outcome.diagnostics, outcome.catalog)
     } else {
-        match started {
-            Ok((mut session, entries)) => {
-                let releases = entries.iter().filter_map(|e| match e {
-                    Entry::Release(r) => Some(&r.values),
-                    Entry::Manifest(_) => None,
-                });
-                let mut problems = Vec::new();
-                pipeline::check_releases(releases, &mut problems);
-                session.diagnostics.extend(problems);
-                (session.diagnostics, session.project.catalog)
-            }
-            Err((catalog, diags)) => (diags, catalog),
-        }
+        let releases = entries.iter().filter_map(|e| match e {
+            Entry::Release(r) => Some(&r.values),
+            Entry::Manifest(_) => None,
+        });
+        let mut problems = Vec::new();
+        pipeline::check_releases(releases, &mut problems);
+        session.diagnostics.extend(problems);
+        (session.diagnostics, session.project.catalog)
     };
     req.engine.progress.app_done();
     Checked {

@@ -38,6 +38,8 @@ pub enum ChartRef {
 }
 
 /// A loaded project: its settings, targets, and the catalog of files and objects read so far.
+/// A run loads it once; each app render works on its own copy (see `apps::pipeline::Loaded`).
+#[derive(Clone)]
 pub struct Project {
     pub root: PathBuf,
     pub config: Config,
@@ -683,6 +685,7 @@ impl Project {
     }
 }
 
+#[derive(Clone)]
 enum ContractState {
     Absent,
     Valid(Contract),
