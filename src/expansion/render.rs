@@ -91,16 +91,10 @@ impl Run {
         }
     }
 
-    /// The project of the request, loaded, as a run of its own; `Err` with the render's outcome
-    /// when there is no usable project.
-    pub fn of_request(req: &Request) -> Result<Run, Outcome> {
-        Loaded::of_request(&req.inputs)
-            .map(Run::new)
-            .map_err(|(catalog, diagnostics)| Outcome {
-                catalog,
-                diagnostics,
-                ..Outcome::default()
-            })
+    /// The project of the request, loaded, as a run of its own; `Err` with the catalog and
+    /// problems when there is no usable project.
+    pub fn of_request(req: &Request) -> Result<Run, (Catalog, Vec<Diagnostic>)> {
+        Loaded::of_request(&req.inputs).map(Run::new)
     }
 
     /// The helm of the run, located once, with an output budget of its own for one render.
@@ -143,7 +137,13 @@ impl Run {
 pub fn render(req: &Request) -> Outcome {
     let run = match Run::of_request(req) {
         Ok(run) => run,
-        Err(outcome) => return outcome,
+        Err((catalog, diagnostics)) => {
+            return Outcome {
+                catalog,
+                diagnostics,
+                ..Outcome::default()
+            }
+        }
     };
     let outcome = render_in(&run, req);
     run.finish();

@@ -133,12 +133,7 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
         inputs: inputs.clone(),
         ..req.engine.clone()
     })
-    .map_err(|failed| {
-        let catalog = failed.catalog;
-        (failed.diagnostics.into_iter())
-            .map(|d| (d, catalog.clone()))
-            .collect::<Vec<_>>()
-    })?;
+    .map_err(|(c, d)| d.into_iter().map(|d| (d, c.clone())).collect::<Vec<_>>())?;
     let (session, _) = Session::start(&run.loaded, &inputs);
     let rendered = render_side(req, &run, &session, &inputs);
     run.finish();
@@ -165,7 +160,7 @@ fn render_side(
     let apps: Vec<String> = match (&req.target, req.apps.is_empty()) {
         (Some(target), true) => {
             let scan = crate::project::scan::Tree::scan(&session.project, &session.project.root);
-            crate::apps::target_apps::target_apps(&session, &scan, &session.layout_apps(), target)
+            crate::apps::target_apps::target_apps(session, &scan, &session.layout_apps(), target)
                 .apps
                 .into_iter()
                 .collect()

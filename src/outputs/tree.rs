@@ -65,11 +65,10 @@ pub fn run(req: &Request) -> Outcome {
     let mut files = Vec::new();
     let run = match render::Run::of_request(&req.engine) {
         Ok(run) => run,
-        Err(failed) => {
-            let catalog = failed.catalog;
+        Err((catalog, diags)) => {
             outcome
                 .diagnostics
-                .extend(failed.diagnostics.into_iter().map(|d| (d, catalog.clone())));
+                .extend(diags.into_iter().map(|d| (d, catalog.clone())));
             return outcome;
         }
     };
