@@ -32,7 +32,7 @@ impl<T> Outcome<T> {
 enum Plan {
     /// The target's apps (those below the paths, when there are paths), with the run of their
     /// project; `None` when the project or the target cannot be used (the problems say why).
-    Apps(Option<(render::Run, Vec<String>)>),
+    Apps(Option<(Box<render::Run>, Vec<String>)>),
     /// The paths are read as apps themselves, as without a target.
     Paths,
 }
@@ -66,7 +66,7 @@ fn plan(
         ..inputs.clone()
     };
     let run = match pipeline::Loaded::of_request(&request) {
-        Ok(loaded) => render::Run::new(loaded),
+        Ok(loaded) => Box::new(render::Run::new(loaded)),
         Err(_) if narrowing => return (Plan::Paths, Vec::new()),
         Err((catalog, diags)) => {
             let diags = diags.into_iter().map(|d| (d, catalog.clone())).collect();
