@@ -66,12 +66,15 @@ impl RuntimeValues {
 pub struct Session {
     pub project: Project,
     pub target: Option<Target>,
+    /// The problems of the run's inputs around the apps: loading the project, the runtime
+    /// values, selecting the target. Validation renders an app past them (it reports them once,
+    /// for the whole run); rendering stops at them.
+    pub run_diagnostics: Vec<Diagnostic>,
+    /// The problems of the apps' own files and their render.
     pub diagnostics: Vec<Diagnostic>,
     /// False when the requested target is missing: files are still read and checked, so every
     /// other problem is reported, but nothing is evaluated against a target that is not there.
     pub(crate) evaluate: bool,
-    /// How many diagnostics loading the project produced (they come first).
-    pub loaded: usize,
     /// Runtime chart values, for the app's one release: per source, its explain label and values,
     /// lowest first.
     runtime_values: Vec<(String, Node)>,
@@ -152,15 +155,16 @@ impl Session {
         let mut session = Session {
             project: loaded.project(),
             target: None,
-            diagnostics: loaded.diagnostics.clone(),
+            run_diagnostics: loaded.diagnostics.clone(),
+            diagnostics: Vec::new(),
             evaluate: true,
-            loaded: 0,
             runtime_values: Vec::new(),
             reading_apps: false,
             runtime_target_values: None,
         };
-        // Problems of the runtime values are the run's own: never demoted with other files'.
-        let loaded = session.diagnostics.len();
+        // Problems of the runtime values are the run's own: never demoted with other files', nor
+        // taken for the target's.
+        let mut runtime_problems = Vec::new();
         for source in &req.values {
             let (label, layer) = if source.file {
                 (format!("values file {}", source.source), Layer::ValuesFile)
@@ -170,43 +174,52 @@ impl Session {
                     Layer::Runtime { target: false },
                 )
             };
-            if let Some(node) = session.runtime(&source.source, &source.text, layer) {
+            if let Some(node) =
+                session.runtime(&source.source, &source.text, layer, &mut runtime_problems)
+            {
                 session.runtime_values.push((label, node));
             }
         }
         if let Some(text) = &req.target_values {
             let layer = Layer::Runtime { target: true };
-            session.runtime_target_values = session.runtime("<runtime target-values>", text, layer);
+            session.runtime_target_values = session.runtime(
+                "<runtime target-values>",
+                text,
+                layer,
+                &mut runtime_problems,
+            );
         }
+        let mut target_problems = Vec::new();
         if let Some(name) = &req.target {
-            match session.select(name, loaded) {
+            match session.select(name) {
                 Ok(t) => session.target = Some(t),
                 Err(problems) => {
                     // The target's own errors are among those of loading already.
-                    let new: Vec<Diagnostic> = problems
+                    target_problems = problems
                         .into_iter()
-                        .filter(|p| !session.diagnostics.contains(p))
+                        .filter(|p| !session.run_diagnostics.contains(p))
                         .collect();
-                    session.diagnostics.extend(new);
                     session.evaluate = false;
                 }
             }
         }
         if session.evaluate {
-            session.demote_unrelated(loaded);
+            session.demote_unrelated();
         }
+        session.run_diagnostics.extend(runtime_problems);
+        session.run_diagnostics.extend(target_problems);
         session
     }
 
     /// The target `name`, or what stands in the way: the errors of its own broken definition when
     /// loading the project reported some (never a misleading `target_not_found` before them), else
-    /// `target_not_found`. `loaded` counts the diagnostics of loading the project.
-    pub fn select(&self, name: &str, loaded: usize) -> Result<Target, Vec<Diagnostic>> {
+    /// `target_not_found`.
+    pub fn select(&self, name: &str) -> Result<Target, Vec<Diagnostic>> {
         let d = match self.select_target(name) {
             Ok(target) => return Ok(target),
             Err(d) => d,
         };
-        let load = &self.diagnostics[..loaded];
+        let load = &self.run_diagnostics;
         // The target's own objects: its DeploymentTarget, and the Cluster of the one of that
         // name or the Cluster of that name.
         let cluster_ref = self.project.targets.iter().find(|t| t.name == name);
@@ -242,7 +255,7 @@ impl Session {
     /// Problems of loading the project in targets files that define neither the selected target
     /// nor its Cluster become warnings: one team's typo does not stop another's apps (`nyl
     /// validate` still reports them as errors). Problems of `nyl.toml` stay errors.
-    fn demote_unrelated(&mut self, loaded: usize) {
+    fn demote_unrelated(&mut self) {
         let (own, own_objects): (Vec<nyl_core::data::provenance::FileId>, Vec<String>) =
             match &self.target {
                 Some(t) => {
@@ -258,7 +271,7 @@ impl Session {
                 None => (Vec::new(), Vec::new()),
             };
         let catalog = &self.project.catalog;
-        for d in &mut self.diagnostics[..loaded] {
+        for d in &mut self.run_diagnostics {
             let Some(loc) = d.loc else { continue };
             // A second definition of the target, in another file, concerns it all the same.
             let concerns_target = d.object.as_ref().is_some_and(|o| own_objects.contains(o));
@@ -296,13 +309,19 @@ impl Session {
     }
 
     /// Parses one source of runtime values, `source` as provenance names it: one YAML mapping, or
-    /// nothing at all (an empty values file, as Helm takes it).
-    fn runtime(&mut self, source: &str, text: &str, layer: Layer) -> Option<Node> {
+    /// nothing at all (an empty values file, as Helm takes it). Its problems go to `out`.
+    fn runtime(
+        &mut self,
+        source: &str,
+        text: &str,
+        layer: Layer,
+        out: &mut Vec<Diagnostic>,
+    ) -> Option<Node> {
         let file = self.project.catalog.add_file(source);
         let (docs, problems) = self.project.parse_documents(text, file, Mode::Lenient);
         let (warnings, problems): (Vec<_>, Vec<_>) =
             problems.into_iter().partition(|d| !d.is_error());
-        self.diagnostics.extend(warnings);
+        out.extend(warnings);
         let mut docs = docs.into_iter();
         let node = match (docs.next(), docs.next(), problems.is_empty()) {
             (None, _, true) => return None,
@@ -317,11 +336,11 @@ impl Session {
                     Code::InvalidDocument,
                     format!("{what} must be one YAML mapping"),
                 );
-                self.diagnostics.push(d.at(Loc::new(file, 1)));
+                out.push(d.at(Loc::new(file, 1)));
                 return None;
             }
             _ => {
-                self.diagnostics.extend(problems);
+                out.extend(problems);
                 return None;
             }
         };
@@ -339,7 +358,6 @@ impl Session {
     /// order.
     pub fn start(loaded: &Loaded, req: &Request) -> (Session, Vec<Entry>) {
         let mut session = Session::open(loaded, req);
-        session.loaded = session.diagnostics.len();
         let mut entries = Vec::new();
         session.reading_apps = true;
         for path in &req.paths {
@@ -368,13 +386,21 @@ impl Session {
         self.diagnostics.append(&mut self.project.warnings);
     }
 
-    /// Errors among the diagnostics after the first `skip` (those of loading the project).
-    pub fn has_errors_after(&self, skip: usize) -> bool {
-        self.diagnostics.iter().skip(skip).any(Diagnostic::is_error)
+    /// Whether the apps' own files or their render have errors.
+    pub fn app_has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
+    /// Whether anything of the run has errors: its inputs around the apps, or the apps.
     pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
+        self.app_has_errors() || self.run_diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// Every diagnostic of the session, the run's first.
+    pub fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
+        let mut all = std::mem::take(&mut self.run_diagnostics);
+        all.append(&mut self.diagnostics);
+        all
     }
 
     /// The entries of an app path: a layout app (its directory or id), a file, or a directory's

@@ -72,7 +72,7 @@ pub(super) fn explain(args: ExplainArgs) -> ExitCode {
     if coalesced {
         session.diagnostics.extend(crate::helm::rules_check());
     }
-    let status = report_diagnostics(session.diagnostics, &session.project.catalog);
+    let status = report_diagnostics(session.take_diagnostics(), &session.project.catalog);
     if status != 0 {
         return ExitCode::from(status);
     }

@@ -158,9 +158,9 @@ pub(super) fn evaluate_in(loaded: &Loaded, req: &Request, with_defaults: bool) -
         ));
     }
     Outcome {
+        diagnostics: session.take_diagnostics(),
         catalog: session.project.catalog,
         items,
         effective,
-        diagnostics: session.diagnostics,
     }
 }

@@ -74,7 +74,7 @@ fn plan(
         }
     };
     let (session, _) = Session::start(&run.loaded, &request);
-    let mut own = session.diagnostics.clone();
+    let mut own = session.run_diagnostics.clone();
     let scan = scan::Tree::scan(&session.project, &session.project.root);
     let layout_apps = session.layout_apps();
     let mut apps = tree::plan(&session, &scan, &layout_apps, target, allow_empty, &mut own);

@@ -58,6 +58,16 @@ pub enum Gate {
     AppInputs,
 }
 
+impl Gate {
+    /// Whether the session's problems so far stop Helm.
+    fn stops(self, session: &Session) -> bool {
+        match self {
+            Gate::AllInputs => session.has_errors(),
+            Gate::AppInputs => session.app_has_errors(),
+        }
+    }
+}
+
 /// The rendered manifests in input order, or the problems that stopped the render.
 #[derive(Default)]
 pub struct Outcome {
@@ -156,11 +166,7 @@ pub fn render_in(run: &Run, req: &Request) -> Outcome {
     let mut manifests = Vec::new();
     // Fail closed: with any problem in the inputs, Helm is not even run. Validation looks past
     // problems elsewhere in the project, to find every app's own.
-    let skip = match req.gate {
-        Gate::AllInputs => 0,
-        Gate::AppInputs => session.loaded,
-    };
-    if !session.has_errors_after(skip) {
+    if !req.gate.stops(&session) {
         let mut tree = Tree {
             session: &mut session,
             run,
@@ -168,7 +174,7 @@ pub fn render_in(run: &Run, req: &Request) -> Outcome {
             schema_checked: false,
         };
         let top = tree.nodes(entries, &[], None);
-        if tree.run(req, skip) {
+        if tree.run(req) {
             tree.flatten(top, &mut manifests);
             let kinds = &tree.session.project.config.cluster_scoped_kinds;
             manifest::place_namespaces(&mut manifests, kinds);
@@ -199,7 +205,7 @@ pub fn render_in(run: &Run, req: &Request) -> Outcome {
         ));
     }
     session.take_project_warnings();
-    let mut diagnostics = session.diagnostics;
+    let mut diagnostics = session.take_diagnostics();
     let failed = diagnostics.iter().any(Diagnostic::is_error);
     if !failed && manifests.is_empty() && !req.allow_empty {
         diagnostics.push(Diagnostic::new(
@@ -271,7 +277,7 @@ impl Tree<'_> {
     }
 
     /// Renders every job, level by level; false when anything failed.
-    fn run(&mut self, req: &Request, skip: usize) -> bool {
+    fn run(&mut self, req: &Request) -> bool {
         let mut pending: Vec<usize> = (0..self.jobs.len()).collect();
         if pending.is_empty() {
             return true;
@@ -343,7 +349,7 @@ impl Tree<'_> {
                     }
                 }
             }
-            ok &= !self.session.has_errors_after(skip);
+            ok &= !req.gate.stops(self.session);
             pending = next;
         }
         if self.schema_checked {
@@ -351,7 +357,7 @@ impl Tree<'_> {
                 .diagnostics
                 .extend(nyl_core::values::coalesce::rules_warning(&helm.version));
         }
-        ok && !self.session.has_errors_after(skip)
+        ok && !req.gate.stops(self.session)
     }
 
     /// The diagnostics of a job that gave no output.

@@ -150,7 +150,7 @@ fn render_side(
     let root = &session.project.root;
     let mut out = Side::default();
     if let Some(target) = &req.target {
-        if let Err(problems) = session.select(target, session.loaded) {
+        if let Err(problems) = session.select(target) {
             let catalog = session.project.catalog.clone();
             out.target_problem = Some(problems.into_iter().map(|d| (d, catalog.clone())).collect());
             // The target does not exist on this side: it deploys nothing here.

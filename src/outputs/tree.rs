@@ -81,7 +81,7 @@ pub fn run(req: &Request) -> Outcome {
     );
     // The run's own problems, against the session's catalog; apps bring their own. Loading the
     // project comes first: `nyl.toml`'s problems stop the run, other targets' files warn.
-    let mut own: Vec<Diagnostic> = session.diagnostics.clone();
+    let mut own: Vec<Diagnostic> = session.run_diagnostics.clone();
     let empty = |d: Diagnostic| allowed_empty(d, req.allow_empty);
     let scan = scan::Tree::scan(&session.project, &session.project.root);
     let layout_apps = session.layout_apps();
@@ -246,7 +246,7 @@ pub(crate) fn plan(
     allow_empty: bool,
     own: &mut Vec<Diagnostic>,
 ) -> Option<Vec<String>> {
-    if let Err(problems) = session.select(name, session.loaded) {
+    if let Err(problems) = session.select(name) {
         // Its own file's problems, demoted while no target was selected, are errors now.
         for p in problems {
             let same = |d: &Diagnostic| (d.code, d.loc, &d.message) == (p.code, p.loc, &p.message);

@@ -286,7 +286,7 @@ fn check_app(
         let mut problems = Vec::new();
         pipeline::check_releases(releases, &mut problems);
         session.diagnostics.extend(problems);
-        (session.diagnostics, session.project.catalog)
+        (session.take_diagnostics(), session.project.catalog)
     };
     req.engine.progress.app_done();
     Checked {
