@@ -7,6 +7,7 @@ pub mod target_apps;
 use std::path::Path;
 
 use crate::apps::pipeline::Session;
+use crate::project::Refused;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::{Layer, Loc, ObjectRef, Prov};
 use nyl_core::data::value::{Map, Node, Value};
@@ -130,8 +131,8 @@ impl Session {
     fn layout_entry(&mut self, app: &LayoutApp, default_namespace: &str) -> Option<Entry> {
         match self.layout_release(app, default_namespace) {
             Ok(release) => Some(Entry::Release(Box::new(release))),
-            Err(problems) => {
-                self.diagnostics.extend(problems);
+            Err(refused) => {
+                refused.report_to(&mut self.diagnostics);
                 None
             }
         }
@@ -141,7 +142,7 @@ impl Session {
         &mut self,
         app: &LayoutApp,
         default_namespace: &str,
-    ) -> Result<Release, Vec<Diagnostic>> {
+    ) -> Result<Release, Refused> {
         let (layout, layout_loc) = self.project.config.layouts[app.layout].clone();
         let fill = |template: &str| {
             layouts::substitute(template, &app.bindings).map_err(|name| {
@@ -173,7 +174,8 @@ impl Session {
                     layout.name, app.id
                 ),
             )
-            .at(layout_loc)]);
+            .at(layout_loc)]
+            .into());
         }
         let chart_dir = self
             .project

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use crate::project::{self, ChartRef, Project};
+use crate::project::{self, ChartRef, Project, Refused};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::ObjectName;
 use nyl_core::data::provenance::{Catalog, Layer, Loc};
@@ -582,7 +582,7 @@ impl Session {
             match self.entry(doc, dir, default_namespace) {
                 Ok(Some(entry)) => entries.push(entry),
                 Ok(None) => {}
-                Err(problems) => self.diagnostics.extend(problems),
+                Err(refused) => refused.report_to(&mut self.diagnostics),
             }
         }
         entries
@@ -593,7 +593,7 @@ impl Session {
         doc: Document,
         dir: Option<&Path>,
         default_namespace: &str,
-    ) -> Result<Option<Entry>, Vec<Diagnostic>> {
+    ) -> Result<Option<Entry>, Refused> {
         let place = if dir.is_some() {
             Place::App
         } else {
@@ -621,7 +621,7 @@ impl Session {
         &mut self,
         doc: &Document,
         default_namespace: &str,
-    ) -> Result<Option<Entry>, Vec<Diagnostic>> {
+    ) -> Result<Option<Entry>, Refused> {
         let object = self.register(doc);
         let mut inv = objects::invocation(&doc.node, object)?;
         let mut layers = vec![ExplainLayer::new("spec", Some(inv.spec.clone()))];
@@ -681,7 +681,7 @@ impl Session {
         doc: &Document,
         dir: Option<&Path>,
         default_namespace: &str,
-    ) -> Result<Option<Entry>, Vec<Diagnostic>> {
+    ) -> Result<Option<Entry>, Refused> {
         let object = self.register(doc);
         let mut chart = objects::helm_chart(&doc.node, object)?;
         let mut layers = vec![ExplainLayer::new("spec.values", Some(chart.values.clone()))];
@@ -696,7 +696,8 @@ impl Session {
                         "a HelmChart in chart output cannot name a local `spec.chart.path`; use a repository",
                     )
                     .at(chart.loc)
-                    .object(display)]);
+                    .object(display)]
+                    .into());
                 };
                 let resolved = self
                     .project

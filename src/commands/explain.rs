@@ -50,8 +50,8 @@ pub(super) fn explain(args: ExplainArgs) -> ExitCode {
                     coalesced = true;
                     chart
                 }
-                Err(problems) => {
-                    session.diagnostics.extend(problems);
+                Err(refused) => {
+                    refused.report_to(&mut session.diagnostics);
                     continue;
                 }
             },

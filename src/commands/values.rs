@@ -136,8 +136,8 @@ pub(super) fn evaluate_in(loaded: &Loaded, req: &Request, with_defaults: bool) -
                     release.values.values.clone(),
                     &chart,
                 )),
-                Err(problems) => {
-                    session.diagnostics.extend(problems);
+                Err(refused) => {
+                    refused.report_to(&mut session.diagnostics);
                     None
                 }
             },

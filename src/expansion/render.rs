@@ -436,13 +436,12 @@ impl Tree<'_> {
     fn schema_ok(&mut self, i: usize) -> bool {
         // No links in the chart: Helm would follow them out of the repository.
         if let ChartSpec::Local(dir) = &self.jobs[i].release.chart {
-            if let Err(problems) = self.session.project.check_chart(dir) {
-                self.session.diagnostics.extend(problems);
+            if let Err(refused) = self.session.project.check_chart(dir) {
+                refused.report_to(&mut self.session.diagnostics);
                 return false;
             }
         }
-        // A chart whose values.yaml failed is reported once (an empty `Err` after that) and
-        // never goes to Helm.
+        // A chart whose values.yaml failed is reported once and never goes to Helm.
         match values_schema::check(
             &mut self.session.project,
             &self.run.schemas,
@@ -452,8 +451,8 @@ impl Tree<'_> {
                 self.schema_checked |= checked;
                 true
             }
-            Err(problems) => {
-                self.session.diagnostics.extend(problems);
+            Err(refused) => {
+                refused.report_to(&mut self.session.diagnostics);
                 false
             }
         }

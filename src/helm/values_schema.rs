@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::project::Project;
+use crate::project::{Project, Refused};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::pointer::Pointer;
 use nyl_core::data::provenance::ObjectName;
@@ -39,13 +39,9 @@ impl Schemas {
 /// Violations of the release's chart schema. Subcharts' schemas are left to Helm, which knows
 /// their conditions, tags and aliases. A chart without a schema costs nothing here. `Ok(true)`
 /// when the chart has a schema nyl checked the values against. `Err` holds
-/// the violations, or the problems of the chart's values files (empty when they were already
-/// reported for an earlier release of the chart).
-pub fn check(
-    project: &mut Project,
-    schemas: &Schemas,
-    release: &Release,
-) -> Result<bool, Vec<Diagnostic>> {
+/// the violations, or the problems of the chart's values files ([`Refused::Reported`] when they
+/// were reported for an earlier release of the chart).
+pub fn check(project: &mut Project, schemas: &Schemas, release: &Release) -> Result<bool, Refused> {
     let ChartSpec::Local(dir) = &release.chart else {
         return Ok(false);
     };
@@ -85,6 +81,6 @@ pub fn check(
     if out.is_empty() {
         Ok(true)
     } else {
-        Err(out)
+        Err(Refused::Problems(out))
     }
 }

@@ -480,7 +480,7 @@ fn check_contracts(project: &mut Project, tree: &Tree, issues: &mut Issues) {
                 || project.display_path(chart),
                 |p| p.to_string_lossy().replace('\\', "/"),
             );
-        if let Err(problems) = project.contract(&name, chart) {
+        if let Err(crate::project::Refused::Problems(problems)) = project.contract(&name, chart) {
             issues.extend(&problems, &project.catalog, None);
         }
     }

@@ -37,6 +37,38 @@ pub enum ChartRef {
     Remote(RemoteChart),
 }
 
+/// Why a part of the project (a chart's values, a chart directory, a component contract) cannot
+/// be used. A run reads each part once and reports its problems the first time it is asked for:
+/// later askers are told that it failed and that its problems were reported already.
+#[derive(Debug)]
+pub enum Refused {
+    /// Problems to report now.
+    Problems(Vec<Diagnostic>),
+    /// The problems were reported when the part was first asked for.
+    Reported,
+}
+
+impl Refused {
+    /// Adds the problems not reported yet to `diagnostics`.
+    pub fn report_to(self, diagnostics: &mut Vec<Diagnostic>) {
+        if let Refused::Problems(problems) = self {
+            diagnostics.extend(problems);
+        }
+    }
+}
+
+impl From<Vec<Diagnostic>> for Refused {
+    fn from(problems: Vec<Diagnostic>) -> Refused {
+        Refused::Problems(problems)
+    }
+}
+
+impl From<Diagnostic> for Refused {
+    fn from(problem: Diagnostic) -> Refused {
+        Refused::Problems(vec![problem])
+    }
+}
+
 /// A loaded project: its settings, targets, and the catalog of files and objects read so far.
 /// A run loads it once; each app render works on its own copy (see `apps::pipeline::Loaded`).
 #[derive(Clone)]
@@ -135,23 +167,27 @@ impl Project {
 
     /// A chart directory's defaults and its vendored subcharts' (directories under `charts/`;
     /// packaged `.tgz` subcharts are left to Helm), tagged as chart defaults; read once per run.
-    pub fn chart_values(&mut self, dir: &Path) -> Result<ChartValues, Vec<Diagnostic>> {
+    pub fn chart_values(&mut self, dir: &Path) -> Result<ChartValues, Refused> {
         if let Some(known) = self.charts.get(dir) {
-            return known.clone().map_err(|()| Vec::new());
+            return known.clone().map_err(|()| Refused::Reported);
         }
         let loaded = self.load_chart_values(dir);
         self.charts
             .insert(dir.to_path_buf(), loaded.clone().map_err(drop));
-        loaded
+        Ok(loaded?)
     }
 
     /// Refuses a chart directory that Helm would take out of the repository: one that holds
     /// symbolic links (Helm follows them through `.Files.Get` and subcharts), or a schema, its
     /// own or a subchart's (vendored or packaged), that refers outside itself (Helm loads what a
     /// `$ref` names, a file or a URL). Checked once per directory and run.
-    pub fn check_chart(&mut self, dir: &Path) -> Result<(), Vec<Diagnostic>> {
+    pub fn check_chart(&mut self, dir: &Path) -> Result<(), Refused> {
         if let Some(known) = self.checked_charts.get(dir) {
-            return if *known { Ok(()) } else { Err(Vec::new()) };
+            return if *known {
+                Ok(())
+            } else {
+                Err(Refused::Reported)
+            };
         }
         let mut problems = Vec::new();
         for entry in walkdir::WalkDir::new(dir)
@@ -183,7 +219,7 @@ impl Project {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems)
+            Err(Refused::Problems(problems))
         }
     }
 
@@ -600,22 +636,18 @@ impl Project {
 
     /// The contract of a component directory (`None` without `nyl-component.yaml`), read and
     /// checked once per run. A broken contract's problems are returned the first time it is asked
-    /// for, and an empty list after that, so each problem is reported once.
-    pub fn contract(
-        &mut self,
-        component: &str,
-        dir: &Path,
-    ) -> Result<Option<&Contract>, Vec<Diagnostic>> {
+    /// for, [`Refused::Reported`] after that.
+    pub fn contract(&mut self, component: &str, dir: &Path) -> Result<Option<&Contract>, Refused> {
         if !self.contracts.contains_key(dir) {
             let (state, problems) = self.read_contract(component, dir);
             self.contracts.insert(dir.to_path_buf(), state);
             if !problems.is_empty() {
-                return Err(problems);
+                return Err(Refused::Problems(problems));
             }
         }
         match self.contracts.get(dir) {
             Some(ContractState::Valid(c)) => Ok(Some(c)),
-            Some(ContractState::Broken) => Err(Vec::new()),
+            Some(ContractState::Broken) => Err(Refused::Reported),
             Some(ContractState::Absent) | None => Ok(None),
         }
     }
