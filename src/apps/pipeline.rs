@@ -226,10 +226,11 @@ impl Session {
         let own_names = [
             ObjectName::new("DeploymentTarget", name).to_string(),
             ObjectName::new("Cluster", name).to_string(),
-            format!(
-                "Cluster/{}",
-                cluster_ref.map_or(name, |t| t.cluster_ref.as_str())
-            ),
+            ObjectName::new(
+                "Cluster",
+                cluster_ref.map_or(name, |t| t.cluster_ref.as_str()),
+            )
+            .to_string(),
         ];
         let own: Vec<Diagnostic> = load
             .iter()

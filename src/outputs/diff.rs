@@ -16,7 +16,7 @@ use crate::apps::pipeline::{self, Session};
 use crate::expansion::render;
 use crate::outputs::tree;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
-use nyl_core::data::provenance::Catalog;
+use nyl_core::data::provenance::{Catalog, ResourceName};
 use nyl_core::data::value::{Node, Value};
 
 pub struct Request {
@@ -29,14 +29,11 @@ pub struct Request {
     pub engine: render::Request,
 }
 
-/// A resource's identity: kind, namespace, name.
-pub type ResourceId = (String, String, String);
-
 #[derive(Debug)]
 pub enum Change {
-    Added(ResourceId),
-    Removed(ResourceId),
-    Changed(ResourceId, String),
+    Added(ResourceName),
+    Removed(ResourceName),
+    Changed(ResourceName, String),
 }
 
 #[derive(Debug)]
@@ -115,7 +112,7 @@ pub fn run(req: &Request, start: &Path) -> Result<Vec<AppDiff>, Problems> {
 #[derive(Default)]
 struct Side {
     /// App -> resource -> its masked YAML.
-    apps: BTreeMap<String, BTreeMap<ResourceId, String>>,
+    apps: BTreeMap<String, BTreeMap<ResourceName, String>>,
     /// The apps named on the command line that exist here.
     present: Vec<String>,
     /// Why the target is not usable here (it does not exist on this side).
@@ -225,14 +222,14 @@ fn render_side(
     Ok(out)
 }
 
-fn resource_id(node: &Node) -> ResourceId {
+fn resource_id(node: &Node) -> ResourceName {
     let text = |n: Option<&Node>| n.and_then(Node::as_str).unwrap_or("").to_string();
     let meta = node.get("metadata");
-    (
-        text(node.get("kind")),
-        text(meta.and_then(|m| m.get("namespace"))),
-        text(meta.and_then(|m| m.get("name"))),
-    )
+    ResourceName {
+        kind: text(node.get("kind")),
+        namespace: text(meta.and_then(|m| m.get("namespace"))),
+        name: text(meta.and_then(|m| m.get("name"))),
+    }
 }
 
 /// A Secret with its `data` and `stringData` values replaced by a short digest.
@@ -259,8 +256,8 @@ fn masked(node: &Node) -> Node {
 }
 
 fn compare(
-    base: &BTreeMap<ResourceId, String>,
-    head: &BTreeMap<ResourceId, String>,
+    base: &BTreeMap<ResourceName, String>,
+    head: &BTreeMap<ResourceName, String>,
 ) -> Vec<Change> {
     let mut changes = Vec::new();
     for (id, text) in head {
@@ -342,14 +339,6 @@ fn summary(d: &AppDiff) -> (usize, usize, usize) {
     )
 }
 
-fn id_text((kind, ns, name): &ResourceId) -> String {
-    if ns.is_empty() {
-        format!("{kind} {name}")
-    } else {
-        format!("{kind} {ns}/{name}")
-    }
-}
-
 /// Plain text: a summary line per app, then its changes.
 pub fn to_text(diffs: &[AppDiff]) -> String {
     let mut out = String::new();
@@ -361,10 +350,10 @@ pub fn to_text(diffs: &[AppDiff]) -> String {
         ));
         for c in &d.changes {
             match c {
-                Change::Added(id) => out.push_str(&format!("+ {}\n", id_text(id))),
-                Change::Removed(id) => out.push_str(&format!("- {}\n", id_text(id))),
+                Change::Added(id) => out.push_str(&format!("+ {id}\n")),
+                Change::Removed(id) => out.push_str(&format!("- {id}\n")),
                 Change::Changed(id, diff) => {
-                    out.push_str(&format!("~ {}\n", id_text(id)));
+                    out.push_str(&format!("~ {id}\n"));
                     diff.lines()
                         .for_each(|l| out.push_str(&format!("    {l}\n")));
                 }
@@ -394,13 +383,10 @@ pub fn to_markdown(diffs: &[AppDiff]) -> String {
         out.push_str(&format!("\n### `{}`\n\n", d.app));
         for c in &d.changes {
             match c {
-                Change::Added(id) => out.push_str(&format!("- added **{}**\n", id_text(id))),
-                Change::Removed(id) => out.push_str(&format!("- removed **{}**\n", id_text(id))),
+                Change::Added(id) => out.push_str(&format!("- added **{id}**\n")),
+                Change::Removed(id) => out.push_str(&format!("- removed **{id}**\n")),
                 Change::Changed(id, diff) => {
-                    out.push_str(&format!(
-                        "- changed **{}**\n\n```diff\n{diff}```\n\n",
-                        id_text(id)
-                    ));
+                    out.push_str(&format!("- changed **{id}**\n\n```diff\n{diff}```\n\n"));
                 }
             }
         }

@@ -109,6 +109,33 @@ impl fmt::Display for ObjectName<'_> {
     }
 }
 
+/// A Kubernetes object's identity within its API group: kind, namespace (empty for a
+/// cluster-scoped one) and name. Shown as `Deployment web/api` (`ClusterRole admin` without a
+/// namespace); diagnostics name it as [`ObjectName`] does, `Deployment/api`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceName {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ResourceName {
+    /// How diagnostics name the object.
+    pub fn object(&self) -> ObjectName<'_> {
+        ObjectName::new(&self.kind, &self.name)
+    }
+}
+
+impl fmt::Display for ResourceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
 /// The side table that [`FileId`] and [`ObjectId`] index into.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {

@@ -6,8 +6,8 @@
 use indexmap::IndexMap;
 
 use crate::data::diagnostics::{Code, Diagnostic};
-use crate::data::provenance::ObjectName;
 use crate::data::provenance::{Layer, Loc, ObjectId};
+use crate::data::provenance::{ObjectName, ResourceName};
 use crate::data::value::{Map, Node, Value};
 use crate::project::layouts::Layout;
 use crate::project::schema::{self, Shape};
@@ -349,8 +349,7 @@ pub fn unknown_api_version(doc: &Node, api: &str) -> Diagnostic {
 pub fn duplicate_objects<'a>(
     docs: impl Iterator<Item = (&'a crate::data::yaml::Head, Loc)>,
 ) -> Vec<Diagnostic> {
-    let mut seen: std::collections::HashMap<(String, String, String, String), Loc> =
-        std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<ObjectKey, Loc> = std::collections::HashMap::new();
     let mut out = Vec::new();
     for (head, loc) in docs {
         let Some(key) = object_key(head) else {
@@ -367,9 +366,11 @@ pub fn duplicate_objects<'a>(
     out
 }
 
-/// What identifies an object to the cluster: group, kind, namespace, name; `None` for one that
-/// the server names (`generateName`).
-pub fn object_key(head: &crate::data::yaml::Head) -> Option<(String, String, String, String)> {
+/// What identifies an object to the cluster: its API group and its name within the group.
+pub type ObjectKey = (String, ResourceName);
+
+/// The object's [`ObjectKey`]; `None` for one that the server names (`generateName`).
+pub fn object_key(head: &crate::data::yaml::Head) -> Option<ObjectKey> {
     let text = |s: &Option<String>| s.clone().unwrap_or_default();
     let name = text(&head.name);
     if name.is_empty() {
@@ -377,12 +378,21 @@ pub fn object_key(head: &crate::data::yaml::Head) -> Option<(String, String, Str
     }
     let api = text(&head.api_version);
     let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
-    Some((group, text(&head.kind), text(&head.namespace), name))
+    let id = ResourceName {
+        kind: text(&head.kind),
+        namespace: text(&head.namespace),
+        name,
+    };
+    Some((group, id))
 }
 
 /// `duplicate_object` for the object `key`, which `how` (`is output twice by one app`).
-pub fn duplicate_object(key: &(String, String, String, String), how: &str) -> Diagnostic {
-    let (_, kind, namespace, name) = key;
+pub fn duplicate_object((_, id): &ObjectKey, how: &str) -> Diagnostic {
+    let ResourceName {
+        kind,
+        namespace,
+        name,
+    } = id;
     let ns = if namespace.is_empty() {
         String::new()
     } else {
@@ -395,7 +405,7 @@ pub fn duplicate_object(key: &(String, String, String, String), how: &str) -> Di
              or rename one"
         ),
     )
-    .object(format!("{kind}/{name}"))
+    .object(id.object().to_string())
 }
 
 /// Holds `doc` to `shape`; `Err` with every problem when it does not fit.

@@ -111,7 +111,7 @@ pub fn check_unique(clusters: &[Cluster], targets: &[DeploymentTarget]) -> Vec<D
                 )
                 .at(loc)
                 .related(first)
-                .object(format!("{kind}/{name}")),
+                .object(ObjectName::new(kind, name).to_string()),
             );
         }
     }
