@@ -14,11 +14,12 @@ use nyl_core::data::value::{Map, Node, Value};
 use nyl_core::data::yaml::Mode;
 use nyl_core::expansion::Entry;
 use nyl_core::project::layouts::{self, Bindings, Layout};
+use nyl_core::project::objects::ChartSource;
 use nyl_core::project::objects::{self, Invocation, NameRule};
 use nyl_core::values::components::{self, Chart};
 use nyl_core::values::merge::merge;
 use nyl_core::values::release::InvocationValues;
-use nyl_core::values::release::{ChartSpec, ExplainLayer, Release};
+use nyl_core::values::release::{ExplainLayer, Release};
 
 /// A layout app found on disk.
 #[derive(Clone, Debug)]
@@ -246,7 +247,7 @@ impl Session {
                 values: evaluation.values,
                 imports: evaluation.imports,
             },
-            ChartSpec::Local(chart_dir),
+            ChartSource::Local(chart_dir),
             target.as_ref(),
             true,
             layers,

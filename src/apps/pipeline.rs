@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use crate::project::{self, ChartRef, Project, Refused};
+use crate::project::{self, Component, Project, Refused};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::ObjectName;
 use nyl_core::data::provenance::{Catalog, Layer, Loc};
@@ -17,9 +17,9 @@ use nyl_core::data::yaml::{Document, Mode};
 use nyl_core::expansion::manifest::Manifest;
 use nyl_core::expansion::Entry;
 use nyl_core::project::layouts;
-use nyl_core::project::objects::{self, ChartSource, Config, DocKind, Place};
+use nyl_core::project::objects::{self, ChartSource, Config, DocKind, LocalChart, Place};
 use nyl_core::values::components::{self, Chart};
-use nyl_core::values::release::{ChartSpec, ExplainLayer, InvocationValues, Release};
+use nyl_core::values::release::{ExplainLayer, InvocationValues, Release};
 use nyl_core::values::targets::{self, Target};
 
 /// What to evaluate: the inputs every command shares.
@@ -636,22 +636,22 @@ impl Session {
         }
         let target = self.target.as_ref();
         let (chart_text, spec, evaluation) = match chart {
-            ChartRef::Remote(remote) => (
+            ChartSource::Remote(remote) => (
                 remote.to_string(),
-                ChartSpec::Remote(remote),
+                ChartSource::Remote(remote),
                 components::evaluate(&inv, Chart::Remote, target),
             ),
-            ChartRef::Local { component, dir } => {
-                let contract = self.project.contract(&component, &dir)?;
+            ChartSource::Local(Component { name, dir }) => {
+                let contract = self.project.contract(&name, &dir)?;
                 let evaluation = components::evaluate(
                     &inv,
                     Chart::Local {
-                        component: &component,
+                        component: &name,
                         contract,
                     },
                     target,
                 );
-                (component, ChartSpec::Local(dir), evaluation)
+                (name, ChartSource::Local(dir), evaluation)
             }
         };
         let evaluation = evaluation?;
@@ -689,8 +689,10 @@ impl Session {
         chart.values = self.with_runtime(chart.values, &mut layers);
         let display = ObjectName::new("HelmChart", &chart.name).to_string();
         let (chart_text, spec) = match &chart.chart {
-            ChartSource::Remote(remote) => (remote.to_string(), ChartSpec::Remote(remote.clone())),
-            ChartSource::Path(path) => {
+            ChartSource::Remote(remote) => {
+                (remote.to_string(), ChartSource::Remote(remote.clone()))
+            }
+            ChartSource::Local(LocalChart::Path(path)) => {
                 let Some(dir) = dir else {
                     return Err(vec![Diagnostic::new(
                         Code::InvalidField,
@@ -706,17 +708,17 @@ impl Session {
                     .map_err(|d| vec![d.at(chart.loc).object(&display)])?;
                 (
                     self.project.display_path(&resolved),
-                    ChartSpec::Local(resolved),
+                    ChartSource::Local(resolved),
                 )
             }
-            ChartSource::Named(name) => {
+            ChartSource::Local(LocalChart::Named(name)) => {
                 let resolved = self
                     .project
                     .resolve_chart_name(name)
                     .map_err(|d| vec![d.at(chart.loc).object(&display)])?;
                 (
                     self.project.display_path(&resolved),
-                    ChartSpec::Local(resolved),
+                    ChartSource::Local(resolved),
                 )
             }
         };

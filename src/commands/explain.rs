@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use crate::apps::pipeline;
 use nyl_core::expansion::Entry;
 use nyl_core::outputs::report;
-use nyl_core::values::release::ChartSpec;
+use nyl_core::project::objects::ChartSource;
 
 use nyl_core::data::provenance::Catalog;
 
@@ -45,7 +45,7 @@ pub(super) fn explain(args: ExplainArgs) -> ExitCode {
             continue;
         };
         let chart = match &release.chart {
-            ChartSpec::Local(dir) => match session.project.chart_values(dir) {
+            ChartSource::Local(dir) => match session.project.chart_values(dir) {
                 Ok(chart) => {
                     coalesced = true;
                     chart
@@ -55,7 +55,7 @@ pub(super) fn explain(args: ExplainArgs) -> ExitCode {
                     continue;
                 }
             },
-            ChartSpec::Remote(_) => nyl_core::values::coalesce::ChartValues::default(),
+            ChartSource::Remote(_) => nyl_core::values::coalesce::ChartValues::default(),
         };
         let effective = nyl_core::values::coalesce::coalesce(release.values.values.clone(), &chart);
         let steps =

@@ -8,7 +8,8 @@ use nyl_core::data::provenance::Catalog;
 use nyl_core::data::value::Node;
 use nyl_core::expansion::Entry;
 use nyl_core::outputs::report;
-use nyl_core::values::release::{ChartSpec, InvocationValues};
+use nyl_core::project::objects::ChartSource;
+use nyl_core::values::release::InvocationValues;
 
 use super::{
     json_text, print_diagnostics, report_diagnostics, whole_target, write_stdout, Format, InputArgs,
@@ -131,7 +132,7 @@ pub(super) fn evaluate_in(loaded: &Loaded, req: &Request, with_defaults: bool) -
             continue;
         };
         let with = match (&release.chart, with_defaults) {
-            (ChartSpec::Local(dir), true) => match session.project.chart_values(dir) {
+            (ChartSource::Local(dir), true) => match session.project.chart_values(dir) {
                 Ok(chart) => Some(nyl_core::values::coalesce::coalesce(
                     release.values.values.clone(),
                     &chart,

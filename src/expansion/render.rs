@@ -20,8 +20,9 @@ use nyl_core::data::value::Node;
 use nyl_core::data::yaml::{self, Limits, Mode};
 use nyl_core::expansion::manifest::{self, Manifest, Output};
 use nyl_core::expansion::Entry;
+use nyl_core::project::objects::ChartSource;
 use nyl_core::values::release::InvocationValues;
-use nyl_core::values::release::{ChartSpec, Release};
+use nyl_core::values::release::Release;
 
 /// How deep chart output may nest invocations.
 pub const MAX_DEPTH: usize = 10;
@@ -326,8 +327,8 @@ impl Tree<'_> {
                 .collect();
             let max_schema_bytes = self.session.project.config.limits.max_total_bytes;
             let outputs = parallel(&templates, req.jobs, |t| match t.chart {
-                ChartSpec::Local(_) => cache.template(&helm, t).map_err(Stop::Template),
-                ChartSpec::Remote(remote) => {
+                ChartSource::Local(_) => cache.template(&helm, t).map_err(Stop::Template),
+                ChartSource::Remote(remote) => {
                     remote::render(cache, &helm, t, remote, max_schema_bytes)
                 }
             })
@@ -435,7 +436,7 @@ impl Tree<'_> {
     /// Checks a job's values against its chart's `values.schema.json` before Helm runs.
     fn schema_ok(&mut self, i: usize) -> bool {
         // No links in the chart: Helm would follow them out of the repository.
-        if let ChartSpec::Local(dir) = &self.jobs[i].release.chart {
+        if let ChartSource::Local(dir) = &self.jobs[i].release.chart {
             if let Err(refused) = self.session.project.check_chart(dir) {
                 refused.report_to(&mut self.session.diagnostics);
                 return false;

@@ -48,7 +48,7 @@ use tracing::{debug, info, warn};
 
 use crate::helm::{create_private_dir, Failure, Helm, Template};
 use nyl_core::expansion::manifest::Output;
-use nyl_core::values::release::ChartSpec;
+use nyl_core::project::objects::ChartSource;
 
 const MAGIC: &str = "nyl-cache-v5";
 /// The length of an entry's trailer: magic, key and digest (64 hex digits each), two lengths of
@@ -274,8 +274,8 @@ impl Cache {
     /// chart directory that cannot be read).
     fn key(&self, t: &Template<'_>) -> Option<String> {
         let content = match t.chart {
-            ChartSpec::Local(dir) => self.chart_digest(dir)?,
-            ChartSpec::Remote(remote) => {
+            ChartSource::Local(dir) => self.chart_digest(dir)?,
+            ChartSource::Remote(remote) => {
                 // Only an exact version pins a chart: a range (`^1.2`, `1.x`) can resolve anew.
                 remote.version.as_deref().filter(|v| is_exact_version(v))?;
                 String::new()
@@ -730,7 +730,7 @@ mod tests {
         )
     }
 
-    fn template<'a>(chart: &'a ChartSpec, apis: &'a [String]) -> Template<'a> {
+    fn template<'a>(chart: &'a ChartSource<PathBuf>, apis: &'a [String]) -> Template<'a> {
         Template {
             release: "r",
             namespace: "n",
@@ -742,8 +742,8 @@ mod tests {
         }
     }
 
-    fn remote(version: Option<&str>) -> ChartSpec {
-        ChartSpec::Remote(RemoteChart {
+    fn remote(version: Option<&str>) -> ChartSource<PathBuf> {
+        ChartSource::Remote(RemoteChart {
             repository: "https://charts.example.com".into(),
             chart: Some("app".into()),
             version: version.map(str::to_string),
@@ -803,7 +803,7 @@ mod tests {
             let name = [b'c', b'm', b'-', byte, b'.', b'y', b'a', b'm', b'l'];
             let path = dir.join("templates").join(OsStr::from_bytes(&name));
             fs::write(path, "kind: ConfigMap\n").unwrap();
-            keys.push(c.key(&template(&ChartSpec::Local(dir), &[])).unwrap());
+            keys.push(c.key(&template(&ChartSource::Local(dir), &[])).unwrap());
         }
         assert_ne!(keys[0], keys[1]);
         let _ = fs::remove_dir_all(&top);

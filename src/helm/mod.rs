@@ -28,9 +28,9 @@ use tracing::{debug, warn};
 
 use crate::process::{self, Stopped};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
+use nyl_core::project::objects::ChartSource;
 use nyl_core::project::objects::RemoteChart;
 use nyl_core::values::coalesce::parse_version;
-use nyl_core::values::release::ChartSpec;
 
 /// The oldest Helm nyl supports: `--api-versions` entries, OCI support and `-f -` behave as nyl
 /// expects from 3.8 on.
@@ -68,7 +68,7 @@ pub struct Helm {
 pub struct Template<'a> {
     pub release: &'a str,
     pub namespace: &'a str,
-    pub chart: &'a ChartSpec,
+    pub chart: &'a ChartSource<PathBuf>,
     pub values_json: &'a str,
     pub kube_version: Option<&'a str>,
     pub api_versions: &'a [String],
@@ -252,8 +252,8 @@ impl Helm {
         }
         args.push(flag("values", "-"));
         let chart = match t.chart {
-            ChartSpec::Local(dir) => local_chart(dir),
-            ChartSpec::Remote(remote) => {
+            ChartSource::Local(dir) => local_chart(dir),
+            ChartSource::Remote(remote) => {
                 let (repo, chart) = remote_chart(remote);
                 if let Some(repo) = repo {
                     args.push(flag("repo", &repo));
@@ -511,7 +511,7 @@ mod tests {
 
     #[test]
     fn template_arguments_carry_every_input() {
-        let chart = ChartSpec::Remote(RemoteChart {
+        let chart = ChartSource::Remote(RemoteChart {
             repository: "https://charts.example.com".into(),
             chart: Some("nginx".into()),
             version: Some("1.2.3".into()),
@@ -548,7 +548,7 @@ mod tests {
             remote_chart(&oci),
             (None, "oci://r.example/charts/app".to_string())
         );
-        let ChartSpec::Remote(remote) = &chart else {
+        let ChartSource::Remote(remote) = &chart else {
             unreachable!()
         };
         let pull = |remote: &RemoteChart| -> String {

@@ -29,8 +29,8 @@ use crate::helm::cache::Cache;
 use crate::helm::{Failure, Helm, Template};
 use crate::project::schema_files;
 use nyl_core::expansion::manifest::Output;
+use nyl_core::project::objects::ChartSource;
 use nyl_core::project::objects::RemoteChart;
-use nyl_core::values::release::ChartSpec;
 
 /// Why a release gave no output.
 #[derive(Debug)]
@@ -67,7 +67,7 @@ pub fn render(
         if !problems.is_empty() {
             return Err(Stop::Refused(problems));
         }
-        let chart = ChartSpec::Local(pulled.archive.clone());
+        let chart = ChartSource::Local(pulled.archive.clone());
         let local = Template {
             chart: &chart,
             ..t.clone()

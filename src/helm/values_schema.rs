@@ -12,8 +12,9 @@ use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::pointer::Pointer;
 use nyl_core::data::provenance::ObjectName;
 use nyl_core::outputs::report::describe;
+use nyl_core::project::objects::ChartSource;
 use nyl_core::values::coalesce::coalesce;
-use nyl_core::values::release::{ChartSpec, Release};
+use nyl_core::values::release::Release;
 
 /// Compiled schemas per chart directory, so that a run reads and compiles each one once, however
 /// many app renders share it.
@@ -42,7 +43,7 @@ impl Schemas {
 /// the violations, or the problems of the chart's values files ([`Refused::Reported`] when they
 /// were reported for an earlier release of the chart).
 pub fn check(project: &mut Project, schemas: &Schemas, release: &Release) -> Result<bool, Refused> {
-    let ChartSpec::Local(dir) = &release.chart else {
+    let ChartSource::Local(dir) = &release.chart else {
         return Ok(false);
     };
     let Some(validator) = schemas.get(dir) else {

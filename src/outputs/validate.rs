@@ -15,8 +15,8 @@ use crate::project::{self, Project};
 use nyl_core::data::diagnostics::{Code, Diagnostic, Issue};
 use nyl_core::data::provenance::Catalog;
 use nyl_core::expansion::Entry;
+use nyl_core::project::objects::ChartSource;
 use nyl_core::project::objects::{self, DocKind, Place};
-use nyl_core::values::release::ChartSpec;
 use nyl_core::values::targets;
 
 #[derive(Clone, Debug)]
@@ -320,7 +320,7 @@ impl ImportUse {
             for import in v.imports.iter().filter(|i| !i.required) {
                 let key = (v.chart.clone(), import.name.clone());
                 let where_ = (|| {
-                    let ChartSpec::Local(dir) = &release.chart else {
+                    let ChartSource::Local(dir) = &release.chart else {
                         return None;
                     };
                     let contract = session.project.contract_loaded(dir)?;

@@ -17,7 +17,7 @@ use nyl_core::data::value::{Node, Value};
 use nyl_core::data::yaml::{self, Document, Limits, Mode};
 use nyl_core::project::layouts;
 use nyl_core::project::objects::{
-    self, Cluster, Config, DeploymentTarget, DocKind, Place, RemoteChart,
+    self, ChartSource, Cluster, Config, DeploymentTarget, DocKind, Place, RemoteChart,
 };
 use nyl_core::values::coalesce::{self, ChartValues, Dependency, Import};
 use nyl_core::values::components::{self, Contract};
@@ -26,15 +26,12 @@ use nyl_core::values::targets;
 pub const CONFIG_FILE: &str = "nyl.toml";
 pub const CONTRACT_FILE: &str = "nyl-component.yaml";
 
-/// What an invocation's kind resolved to.
+/// A component an invocation's kind resolved to: a directory holding `Chart.yaml`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ChartRef {
-    /// A component directory holding `Chart.yaml`; `component` is its path under the search path.
-    Local {
-        component: String,
-        dir: PathBuf,
-    },
-    Remote(RemoteChart),
+pub struct Component {
+    /// Its path under the components search path.
+    pub name: String,
+    pub dir: PathBuf,
 }
 
 /// Why a part of the project (a chart's values, a chart directory, a component contract) cannot
@@ -595,7 +592,8 @@ impl Project {
         }
     }
 
-    pub fn resolve_kind(&self, kind: &str, loc: Loc) -> Result<ChartRef, Diagnostic> {
+    /// The chart an invocation's kind names (through an alias, if one applies).
+    pub fn resolve_kind(&self, kind: &str, loc: Loc) -> Result<ChartSource<Component>, Diagnostic> {
         let resolved = self
             .config
             .aliases
@@ -603,7 +601,7 @@ impl Project {
             .map_or(kind, |(to, _)| to.as_str());
         if RemoteChart::is_shortcut(resolved) {
             return RemoteChart::parse_checked(resolved, Code::InvalidName)
-                .map(ChartRef::Remote)
+                .map(ChartSource::Remote)
                 .map_err(|d| d.at(loc));
         }
         objects::check_component_path(resolved)
@@ -612,10 +610,10 @@ impl Project {
         for base in search {
             let dir = self.root.join(base).join(resolved);
             if dir.join("Chart.yaml").is_file() {
-                return Ok(ChartRef::Local {
-                    component: resolved.to_string(),
+                return Ok(ChartSource::Local(Component {
+                    name: resolved.to_string(),
                     dir: self.inside(&dir).map_err(|d| d.at(loc))?,
-                });
+                }));
             }
         }
         let via = if resolved == kind {

@@ -648,16 +648,25 @@ pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagno
     })
 }
 
-/// Where a HelmChart's chart comes from.
+/// Where a chart comes from, at every stage of a run: a local chart directory, or a chart in a
+/// repository. `L` is what the stage knows of the local chart: how a HelmChart names it
+/// ([`LocalChart`]), the component an invocation's kind resolved to, or, in a release, its
+/// directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ChartSource {
+pub enum ChartSource<L> {
+    Local(L),
+    Remote(RemoteChart),
+}
+
+/// How a HelmChart names a local chart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LocalChart {
     /// A chart directory, relative to the file the HelmChart is written in.
     Path(String),
     /// `spec.chart.name` alone, as Nyl writes a local chart: a name with a `/` is a path from the
     /// project root, any other a directory in `helm_chart_search_paths` (see
     /// `Project::resolve_chart_name` in nyl-render).
     Named(String),
-    Remote(RemoteChart),
 }
 
 /// A `HelmChart` resource: a chart rendered as it is, with its own values and no contract.
@@ -667,7 +676,7 @@ pub struct HelmChart {
     pub namespace: Option<String>,
     pub object: ObjectId,
     pub loc: Loc,
-    pub chart: ChartSource,
+    pub chart: ChartSource<LocalChart>,
     /// The chart values, tagged as [`Layer::Spec`].
     pub values: Node,
     pub include_crds: bool,
@@ -684,8 +693,8 @@ pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnos
     let chart_node = spec.and_then(|s| s.field("chart"));
     let text = |key: &str| chart_node.and_then(|c| c.field(key)).and_then(Node::as_str);
     let chart = match (text("path"), text("repository"), text("name")) {
-        (Some(path), None, None) => Ok(ChartSource::Path(path.to_string())),
-        (None, None, Some(name)) => Ok(ChartSource::Named(name.to_string())),
+        (Some(path), None, None) => Ok(ChartSource::Local(LocalChart::Path(path.to_string()))),
+        (None, None, Some(name)) => Ok(ChartSource::Local(LocalChart::Named(name.to_string()))),
         (None, Some(repository), Some(chart)) if RemoteChart::is_shortcut(repository) => {
             Ok(ChartSource::Remote(RemoteChart {
                 repository: repository.trim_end_matches('/').to_string(),

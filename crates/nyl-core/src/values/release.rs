@@ -5,22 +5,16 @@ use std::path::PathBuf;
 
 use crate::data::provenance::Loc;
 use crate::data::value::Node;
-use crate::project::objects::RemoteChart;
+use crate::project::objects::ChartSource;
 use crate::values::components::ImportReport;
 use crate::values::targets::Target;
-
-/// The chart of a release, as Helm is to be given it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ChartSpec {
-    Local(PathBuf),
-    Remote(RemoteChart),
-}
 
 /// A Helm release to render: its values (with provenance and import report) and its chart.
 #[derive(Clone, Debug)]
 pub struct Release {
     pub values: InvocationValues,
-    pub chart: ChartSpec,
+    /// As Helm is to be given it: a local chart's directory, or the remote chart.
+    pub chart: ChartSource<PathBuf>,
     pub include_crds: bool,
     /// The release's target's cluster facts, for Helm's capabilities (flags win over them).
     pub kube_version: Option<String>,
@@ -33,7 +27,7 @@ impl Release {
     /// The one way to build a release: Helm's capabilities come from the target's cluster facts.
     pub fn new(
         values: InvocationValues,
-        chart: ChartSpec,
+        chart: ChartSource<PathBuf>,
         target: Option<&Target>,
         include_crds: bool,
         layers: Vec<ExplainLayer>,
