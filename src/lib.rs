@@ -8,9 +8,11 @@
 //! - [`project`]: repository -> project: finding the project root and loading its files, within
 //!   the limits.
 //! - [`apps`]: apps and invocations: layout apps on disk, and the [`apps::pipeline`] that reads an
-//!   app's files into releases (with their values) and manifests.
+//!   app's files into releases (with their values) and manifests, each session on a copy of the
+//!   project the run loaded once.
 //! - [`helm`]: the real `helm`, its render cache, and `values.schema.json` checked before it runs.
-//! - [`expansion`]: rendering, level by level and in parallel, fail closed.
+//! - [`expansion`]: rendering, level by level and in parallel, fail closed; a run's app renders
+//!   share one [`expansion::render::Run`] (project, helm, render cache, values schemas).
 //! - [`outputs`]: render trees, diffs between revisions, the validate report.
 //! - [`commands`]: the command line, one module per command.
 //! - [`process`]: child processes bounded in time and output, stopped with nyl.
