@@ -10,7 +10,7 @@ use crate::data::provenance::{Layer, Loc, ObjectId};
 use crate::data::provenance::{ObjectName, ResourceName};
 use crate::data::value::{Map, Node, Value};
 use crate::project::layouts::Layout;
-use crate::project::schema::{self, Shape};
+use crate::project::schema::{self, names, Shape};
 
 pub const TARGETS_API: &str = "k8s.nyl/v1";
 pub const INVOCATION_API: &str = "components.k8s.nyl/v1";
@@ -98,8 +98,8 @@ pub fn classify(doc: &Node, place: Place, aliases: &Aliases) -> Result<DocKind, 
         )
         .at(doc.prov.loc));
     };
-    let api = map.get("apiVersion").and_then(Node::as_str);
-    let kind = map.get("kind").and_then(Node::as_str);
+    let api = map.get(names::API_VERSION).and_then(Node::as_str);
+    let kind = map.get(names::KIND).and_then(Node::as_str);
     let aliased = || alias_kind(api, kind).is_some_and(|k| aliases.contains_key(&k));
     let unsupported = |why: &str| {
         Err(Diagnostic::new(Code::UnsupportedNylFeature, why)
@@ -196,8 +196,8 @@ fn kubernetes_object(
     api: Option<&str>,
     kind: Option<&str>,
 ) -> Result<DocKind, Diagnostic> {
-    let meta = doc.get("metadata");
-    let named = ["name", "generateName"]
+    let meta = doc.get(names::METADATA);
+    let named = [names::NAME, "generateName"]
         .iter()
         .any(|k| meta.and_then(|m| m.get(k)).and_then(Node::as_str).is_some());
     let kustomization = api.is_some_and(|a| a.starts_with("kustomize.config.k8s.io/"));
@@ -208,15 +208,15 @@ fn kubernetes_object(
         "it is a kustomization.yaml: nyl does not run kustomize, and the GitOps engine would \
          apply it as an object; move it out of the app directory (render-tree writes its own)"
             .to_string()
-    } else if api.is_none() && kind.is_none() && doc.get("metadata").is_none() {
+    } else if api.is_none() && kind.is_none() && doc.get(names::METADATA).is_none() {
         "it looks like chart values: values go in an invocation's `spec`, a HelmChart's \
          `spec.values`, or a layout's values file, never beside them as a document; name it with \
          a leading '.' to keep it in the directory unread"
             .to_string()
     } else {
         let missing: Vec<&str> = [
-            ("apiVersion", api.is_some()),
-            ("kind", kind.is_some()),
+            (names::API_VERSION, api.is_some()),
+            (names::KIND, kind.is_some()),
             ("metadata.name", named),
         ]
         .iter()
@@ -240,7 +240,9 @@ fn kubernetes_object(
 const KYVERNO_SCOPE: &str = "nyl.niklasrosenstein.github.com/apply-policy-scope";
 
 fn policy_scope(doc: &Node) -> Option<&Node> {
-    doc.get("metadata")?.get("annotations")?.get(KYVERNO_SCOPE)
+    doc.get(names::METADATA)?
+        .get(names::ANNOTATIONS)?
+        .get(KYVERNO_SCOPE)
 }
 
 /// `template_expression` for every string of an app file's document that holds a template
@@ -287,7 +289,8 @@ fn display_as(kind: &str, doc: &Node) -> String {
 }
 
 fn api_loc(doc: &Node) -> Loc {
-    doc.get("apiVersion").map_or(doc.prov.loc, |n| n.prov.loc)
+    doc.get(names::API_VERSION)
+        .map_or(doc.prov.loc, |n| n.prov.loc)
 }
 
 /// What nyl-render calls a kind of one of Nyl's groups.
@@ -424,7 +427,7 @@ pub fn check_shape(doc: &Node, shape: &Shape, object: Option<&str>) -> Result<()
 pub fn object_ref(doc: &Node) -> crate::data::provenance::ObjectRef {
     crate::data::provenance::ObjectRef {
         kind: doc
-            .field("kind")
+            .field(names::KIND)
             .and_then(Node::as_str)
             .unwrap_or("?")
             .to_string(),
@@ -435,8 +438,8 @@ pub fn object_ref(doc: &Node) -> crate::data::provenance::ObjectRef {
 
 /// `metadata.name` of a shape-checked document.
 pub fn name_of(doc: &Node) -> Option<&str> {
-    doc.field("metadata")
-        .and_then(|m| m.field("name"))
+    doc.field(names::METADATA)
+        .and_then(|m| m.field(names::NAME))
         .and_then(Node::as_str)
 }
 
@@ -508,9 +511,9 @@ pub fn cluster(doc: &Node, object: ObjectId) -> Result<Cluster, Vec<Diagnostic>>
     let display = display_as("Cluster", doc);
     check_shape(doc, &schema::CLUSTER, Some(&display))?;
     let name = checked_name(doc, &display, NameRule::Object)?;
-    let spec = doc.field("spec");
-    let kubernetes = spec.and_then(|s| s.field("kubernetes"));
-    let api_versions = strings(kubernetes.and_then(|k| k.field("apiVersions")));
+    let spec = doc.field(names::SPEC);
+    let kubernetes = spec.and_then(|s| s.field(names::KUBERNETES));
+    let api_versions = strings(kubernetes.and_then(|k| k.field(names::API_VERSIONS)));
     let problems: Vec<Diagnostic> = api_versions
         .iter()
         .filter_map(|(entry, loc)| {
@@ -530,12 +533,12 @@ pub fn cluster(doc: &Node, object: ObjectId) -> Result<Cluster, Vec<Diagnostic>>
         object,
         loc: doc.prov.loc,
         values: values(
-            spec.and_then(|s| s.field("values")),
+            spec.and_then(|s| s.field(names::VALUES)),
             doc.prov.loc,
             Layer::TargetValues { object },
         ),
         kube_version: kubernetes
-            .and_then(|k| k.field("kubeVersion"))
+            .and_then(|k| k.field(names::KUBE_VERSION))
             .and_then(Node::as_str)
             .map(str::to_string),
         api_versions: api_versions.into_iter().map(|(s, _)| s).collect(),
@@ -550,13 +553,13 @@ pub fn deployment_target(
     let display = display_as("DeploymentTarget", doc);
     check_shape(doc, &schema::DEPLOYMENT_TARGET, Some(&display))?;
     let name = checked_name(doc, &display, NameRule::Object)?;
-    let spec = doc.field("spec");
+    let spec = doc.field(names::SPEC);
     let cluster_ref = spec
-        .and_then(|s| s.field("clusterRef"))
-        .and_then(|r| r.field("name"));
+        .and_then(|s| s.field(names::CLUSTER_REF))
+        .and_then(|r| r.field(names::NAME));
     let mut apps = Vec::new();
     let mut problems = Vec::new();
-    for (pattern, loc) in strings(spec.and_then(|s| s.field("apps"))) {
+    for (pattern, loc) in strings(spec.and_then(|s| s.field(names::APPS))) {
         match crate::project::glob::Glob::new(&pattern) {
             Ok(glob) => apps.push((glob, loc)),
             Err(why) => problems.push(
@@ -582,7 +585,7 @@ pub fn deployment_target(
         object,
         loc: doc.prov.loc,
         values: values(
-            spec.and_then(|s| s.field("values")),
+            spec.and_then(|s| s.field(names::VALUES)),
             doc.prov.loc,
             Layer::TargetValues { object },
         ),
@@ -612,14 +615,14 @@ pub fn release(doc: &Node) -> Result<Release, Vec<Diagnostic>> {
     Ok(Release {
         name,
         namespace,
-        include: strings(doc.field("spec").and_then(|s| s.field("include"))),
+        include: strings(doc.field(names::SPEC).and_then(|s| s.field(names::INCLUDE))),
     })
 }
 
 /// Decodes an invocation; the caller has registered it as `object`.
 pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagnostic>> {
-    let written = doc.field("kind").and_then(Node::as_str);
-    let api = doc.field("apiVersion").and_then(Node::as_str);
+    let written = doc.field(names::KIND).and_then(Node::as_str);
+    let api = doc.field(names::API_VERSION).and_then(Node::as_str);
     // Classified as an invocation under any other apiVersion only as an alias written Nyl's way.
     let kind = alias_kind(api, written).unwrap_or_else(|| written.unwrap_or("?").to_string());
     let display = display_as(&kind, doc);
@@ -627,11 +630,11 @@ pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagno
     let mut problems = Vec::new();
     let name = checked_name(doc, &display, NameRule::Release).map_err(|e| problems.extend(e));
     let namespace = checked_namespace(doc, &display, &mut problems);
-    let imports = doc.field("valueImports");
+    let imports = doc.field(names::VALUE_IMPORTS);
     let (Ok(name), true) = (name, problems.is_empty()) else {
         return Err(problems);
     };
-    let kind_node = doc.get("kind");
+    let kind_node = doc.get(names::KIND);
     Ok(Invocation {
         kind,
         kind_loc: kind_node.map_or(doc.prov.loc, |n| n.prov.loc),
@@ -639,12 +642,12 @@ pub fn invocation(doc: &Node, object: ObjectId) -> Result<Invocation, Vec<Diagno
         namespace,
         object,
         loc: doc.prov.loc,
-        spec: values(doc.field("spec"), doc.prov.loc, Layer::Spec { object }),
+        spec: values(doc.field(names::SPEC), doc.prov.loc, Layer::Spec { object }),
         imports_enabled: imports
-            .and_then(|i| i.field("enabled"))
+            .and_then(|i| i.field(names::ENABLED))
             .and_then(Node::as_bool)
             .unwrap_or(true),
-        exclude: strings(imports.and_then(|i| i.field("exclude"))),
+        exclude: strings(imports.and_then(|i| i.field(names::EXCLUDE))),
     })
 }
 
@@ -689,17 +692,21 @@ pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnos
     let mut problems = Vec::new();
     let name = checked_name(doc, &display, NameRule::Release).map_err(|e| problems.extend(e));
     let namespace = checked_namespace(doc, &display, &mut problems);
-    let spec = doc.field("spec");
-    let chart_node = spec.and_then(|s| s.field("chart"));
+    let spec = doc.field(names::SPEC);
+    let chart_node = spec.and_then(|s| s.field(names::CHART));
     let text = |key: &str| chart_node.and_then(|c| c.field(key)).and_then(Node::as_str);
-    let chart = match (text("path"), text("repository"), text("name")) {
+    let chart = match (
+        text(names::PATH),
+        text(names::REPOSITORY),
+        text(names::NAME),
+    ) {
         (Some(path), None, None) => Ok(ChartSource::Local(LocalChart::Path(path.to_string()))),
         (None, None, Some(name)) => Ok(ChartSource::Local(LocalChart::Named(name.to_string()))),
         (None, Some(repository), Some(chart)) if RemoteChart::is_shortcut(repository) => {
             Ok(ChartSource::Remote(RemoteChart {
                 repository: repository.trim_end_matches('/').to_string(),
                 chart: Some(chart.to_string()),
-                version: text("version").map(str::to_string),
+                version: text(names::VERSION).map(str::to_string),
             }))
         }
         (None, Some(repository), _) if repository.starts_with("git+") => Err((
@@ -749,12 +756,12 @@ pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnos
         loc: doc.prov.loc,
         chart,
         values: values(
-            spec.and_then(|s| s.field("values")),
+            spec.and_then(|s| s.field(names::VALUES)),
             doc.prov.loc,
             Layer::Spec { object },
         ),
         include_crds: spec
-            .and_then(|s| s.field("includeCrds"))
+            .and_then(|s| s.field(names::INCLUDE_CRDS))
             .and_then(Node::as_bool)
             .unwrap_or(true),
     })
@@ -762,7 +769,9 @@ pub fn helm_chart(doc: &Node, object: ObjectId) -> Result<HelmChart, Vec<Diagnos
 
 /// `metadata.namespace`, checked as an RFC 1123 label.
 fn checked_namespace(doc: &Node, display: &str, problems: &mut Vec<Diagnostic>) -> Option<String> {
-    let node = doc.field("metadata").and_then(|m| m.field("namespace"))?;
+    let node = doc
+        .field(names::METADATA)
+        .and_then(|m| m.field(names::NAMESPACE))?;
     let ns = node.as_str().unwrap_or_default();
     if let Err(why) = check_name(ns, NameRule::Namespace) {
         problems.push(
@@ -826,12 +835,12 @@ impl Limits {
     /// Each limit by its name (its key in `[limits]`).
     fn entries_mut(&mut self) -> [(&'static str, &mut u64); 6] {
         [
-            ("max_file_bytes", &mut self.max_file_bytes),
-            ("max_files", &mut self.max_files),
-            ("max_total_bytes", &mut self.max_total_bytes),
-            ("max_nodes", &mut self.max_nodes),
-            ("max_value_bytes", &mut self.max_value_bytes),
-            ("max_render_bytes", &mut self.max_render_bytes),
+            (names::MAX_FILE_BYTES, &mut self.max_file_bytes),
+            (names::MAX_FILES, &mut self.max_files),
+            (names::MAX_TOTAL_BYTES, &mut self.max_total_bytes),
+            (names::MAX_NODES, &mut self.max_nodes),
+            (names::MAX_VALUE_BYTES, &mut self.max_value_bytes),
+            (names::MAX_RENDER_BYTES, &mut self.max_render_bytes),
         ]
     }
 
@@ -909,13 +918,13 @@ const DEFAULT_TARGETS: &[&str] = &["targets", "config"];
 /// `ceilings`: a limit above its ceiling is clamped to it, with a warning (beside the config).
 pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>), Vec<Diagnostic>> {
     check_shape(doc, &schema::CONFIG, Some("nyl.toml"))?;
-    let project = doc.field("project");
+    let project = doc.field(names::PROJECT);
     let paths = |key: &str, default: &[&str]| match project.and_then(|p| p.field(key)) {
         Some(list) => strings(Some(list)).into_iter().map(|(s, _)| s).collect(),
         None => default.iter().map(ToString::to_string).collect(),
     };
     let aliases = project
-        .and_then(|p| p.field("aliases"))
+        .and_then(|p| p.field(names::ALIASES))
         .and_then(Node::as_map)
         .map(|m| {
             m.iter()
@@ -926,7 +935,7 @@ pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>)
     let mut limits = *ceilings;
     let mut warnings = Vec::new();
     for (name, ceiling) in limits.entries_mut() {
-        let Some(node) = doc.field("limits").and_then(|l| l.field(name)) else {
+        let Some(node) = doc.field(names::LIMITS).and_then(|l| l.field(name)) else {
             continue;
         };
         let Value::Number(n) = &node.value else {
@@ -951,31 +960,31 @@ pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>)
     }
     // Held to the operator's --helm-timeout where the render applies it.
     limits.helm_timeout_seconds = doc
-        .field("limits")
-        .and_then(|l| l.field("helm_timeout_seconds"))
+        .field(names::LIMITS)
+        .and_then(|l| l.field(names::HELM_TIMEOUT_SECONDS))
         .and_then(|n| match &n.value {
             Value::Number(n) => n.as_u64(),
             _ => None,
         });
     let layouts = doc
-        .field("layouts")
+        .field(names::LAYOUTS)
         .and_then(Node::as_seq)
         .unwrap_or_default()
         .iter()
         .map(|l| {
             let text = |k: &str| l.field(k).and_then(Node::as_str).map(str::to_string);
             let layout = Layout {
-                name: text("name").unwrap_or_default(),
-                id: text("id").unwrap_or_default(),
-                app: text("app").unwrap_or_default(),
-                chart: text("chart").unwrap_or_default(),
-                values: strings(l.field("values"))
+                name: text(names::NAME).unwrap_or_default(),
+                id: text(names::ID).unwrap_or_default(),
+                app: text(names::APP).unwrap_or_default(),
+                chart: text(names::CHART).unwrap_or_default(),
+                values: strings(l.field(names::VALUES))
                     .into_iter()
                     .map(|(s, _)| s)
                     .collect(),
-                target: text("target"),
-                namespace: text("namespace"),
-                release: text("release"),
+                target: text(names::TARGET),
+                namespace: text(names::NAMESPACE),
+                release: text(names::RELEASE),
             };
             (layout, l.prov.loc)
         })
@@ -983,20 +992,20 @@ pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>)
     let config = Config {
         layouts,
         limits,
-        components_search_paths: paths("components_search_paths", &[DEFAULT_COMPONENTS]),
-        targets_search_paths: paths("targets_search_paths", DEFAULT_TARGETS),
-        helm_chart_search_paths: paths("helm_chart_search_paths", &[DEFAULT_HELM_CHARTS]),
+        components_search_paths: paths(names::COMPONENTS_SEARCH_PATHS, &[DEFAULT_COMPONENTS]),
+        targets_search_paths: paths(names::TARGETS_SEARCH_PATHS, DEFAULT_TARGETS),
+        helm_chart_search_paths: paths(names::HELM_CHART_SEARCH_PATHS, &[DEFAULT_HELM_CHARTS]),
         templating: project
-            .and_then(|p| p.field("templating"))
+            .and_then(|p| p.field(names::TEMPLATING))
             .and_then(Node::as_bool)
             .unwrap_or(true),
         targets_search_paths_set: project
-            .and_then(|p| p.field("targets_search_paths"))
+            .and_then(|p| p.field(names::TARGETS_SEARCH_PATHS))
             .is_some(),
         aliases,
         cluster_scoped_kinds: strings(
-            doc.field("render")
-                .and_then(|r| r.field("cluster_scoped_kinds")),
+            doc.field(names::RENDER)
+                .and_then(|r| r.field(names::CLUSTER_SCOPED_KINDS)),
         )
         .into_iter()
         .map(|(s, _)| s)
@@ -1016,7 +1025,9 @@ pub enum NameRule {
 }
 
 fn checked_name(doc: &Node, display: &str, rule: NameRule) -> Result<String, Vec<Diagnostic>> {
-    let node = doc.field("metadata").and_then(|m| m.field("name"));
+    let node = doc
+        .field(names::METADATA)
+        .and_then(|m| m.field(names::NAME));
     let name = node.and_then(Node::as_str).unwrap_or_default();
     check_name(name, rule)
         .map(|()| name.to_string())
@@ -1189,7 +1200,7 @@ impl RemoteChart {
             .any(|c| c.is_whitespace() || c.is_control())
         {
             return Err((
-                "repository",
+                names::REPOSITORY,
                 format!(
                     "the chart repository {:?} holds whitespace or control characters",
                     self.repository
@@ -1203,7 +1214,7 @@ impl RemoteChart {
                 || chart == ".."
             {
                 return Err((
-                    "name",
+                    names::NAME,
                     format!(
                         "the chart name {chart:?} is not a Helm chart name: use letters, digits, \
                          '.', '_' and '-', not starting with '-'"
@@ -1214,7 +1225,7 @@ impl RemoteChart {
         if let Some(version) = &self.version {
             if !version.chars().all(version_char) || version.starts_with('-') {
                 return Err((
-                    "version",
+                    names::VERSION,
                     format!(
                         "the chart version {version:?} is not a version or a version range: use \
                          letters, digits and '.+-_~^*<>=!,| ', not starting with '-'"

@@ -11,6 +11,66 @@
 use crate::data::diagnostics::{Code, Diagnostic};
 use crate::data::value::{Node, Value};
 
+/// The names of the fields of nyl's file kinds, spelled once: the shapes below declare them and
+/// the decoders (`objects`) read them.
+pub mod names {
+    pub const ALIASES: &str = "aliases";
+    pub const ANNOTATIONS: &str = "annotations";
+    pub const API_VERSION: &str = "apiVersion";
+    pub const API_VERSIONS: &str = "apiVersions";
+    pub const APP: &str = "app";
+    pub const APPLICATION_GROUP_SELECTOR: &str = "applicationGroupSelector";
+    pub const APPS: &str = "apps";
+    pub const ARGOCD_REF: &str = "argocdRef";
+    pub const CHART: &str = "chart";
+    pub const CLUSTER_REF: &str = "clusterRef";
+    pub const CLUSTER_SCOPED_KINDS: &str = "cluster_scoped_kinds";
+    pub const COMPONENTS_SEARCH_PATHS: &str = "components_search_paths";
+    pub const DESTINATION: &str = "destination";
+    pub const ENABLED: &str = "enabled";
+    pub const EXCLUDE: &str = "exclude";
+    pub const FROM: &str = "from";
+    pub const GITOPS_SCAFFOLD_PATH: &str = "gitops_scaffold_path";
+    pub const HELM_CHART_SEARCH_PATHS: &str = "helm_chart_search_paths";
+    pub const HELM_TIMEOUT_SECONDS: &str = "helm_timeout_seconds";
+    pub const ID: &str = "id";
+    pub const INCLUDE: &str = "include";
+    pub const INCLUDE_CRDS: &str = "includeCrds";
+    pub const KIND: &str = "kind";
+    pub const KUBE_VERSION: &str = "kubeVersion";
+    pub const KUBERNETES: &str = "kubernetes";
+    pub const LABELS: &str = "labels";
+    pub const LAYOUTS: &str = "layouts";
+    pub const LIMITS: &str = "limits";
+    pub const LIVE: &str = "live";
+    pub const MAX_FILE_BYTES: &str = "max_file_bytes";
+    pub const MAX_FILES: &str = "max_files";
+    pub const MAX_NODES: &str = "max_nodes";
+    pub const MAX_RENDER_BYTES: &str = "max_render_bytes";
+    pub const MAX_TOTAL_BYTES: &str = "max_total_bytes";
+    pub const MAX_VALUE_BYTES: &str = "max_value_bytes";
+    pub const METADATA: &str = "metadata";
+    pub const NAME: &str = "name";
+    pub const NAMESPACE: &str = "namespace";
+    pub const PATH: &str = "path";
+    pub const PROFILE: &str = "profile";
+    pub const PROJECT: &str = "project";
+    pub const PUBLICATION: &str = "publication";
+    pub const RELEASE: &str = "release";
+    pub const RELEASE_INPUTS: &str = "releaseInputs";
+    pub const RENDER: &str = "render";
+    pub const REPOSITORY: &str = "repository";
+    pub const REQUIRED: &str = "required";
+    pub const SPEC: &str = "spec";
+    pub const TARGET: &str = "target";
+    pub const TARGETS_SEARCH_PATHS: &str = "targets_search_paths";
+    pub const TEMPLATING: &str = "templating";
+    pub const TO: &str = "to";
+    pub const VALUE_IMPORTS: &str = "valueImports";
+    pub const VALUES: &str = "values";
+    pub const VERSION: &str = "version";
+}
+
 #[derive(Debug)]
 pub enum Shape {
     /// Any value (inside Helm values).
@@ -87,35 +147,35 @@ const STRINGS: Shape = Shape::List(&Shape::String);
 const STRING_MAP: Shape = Shape::MapOf(&Shape::String);
 
 const API_VERSION: Field = required(
-    "apiVersion",
+    names::API_VERSION,
     &Shape::String,
     "The API version of the object.",
 );
-const KIND: Field = required("kind", &Shape::String, "The kind of the object.");
+const KIND: Field = required(names::KIND, &Shape::String, "The kind of the object.");
 
 /// Nyl's `spec.destination` of a Cluster or DeploymentTarget, read and ignored by nyl.
 const NYL_DESTINATION: Field = field(
-    "destination",
+    names::DESTINATION,
     &Shape::Any,
     "Nyl's: where Argo CD deploys. Read and ignored: the Application names its destination \
      itself.",
 );
 const LABELS: Field = field(
-    "labels",
+    names::LABELS,
     &STRING_MAP,
     "Labels, as on any Kubernetes object; nyl does not read them.",
 );
 const ANNOTATIONS: Field = field(
-    "annotations",
+    names::ANNOTATIONS,
     &STRING_MAP,
     "Annotations, as on any Kubernetes object; nyl does not read them.",
 );
 
 const RELEASE_METADATA: Field = required(
-    "metadata",
+    names::METADATA,
     &Shape::Object(&[
-        required("name", &Shape::String, "The Helm release name."),
-        field("namespace", &Shape::String, "The release namespace."),
+        required(names::NAME, &Shape::String, "The Helm release name."),
+        field(names::NAMESPACE, &Shape::String, "The release namespace."),
         LABELS,
         ANNOTATIONS,
     ]),
@@ -124,7 +184,7 @@ const RELEASE_METADATA: Field = required(
 
 const TARGET_METADATA: Shape = Shape::Object(&[
     required(
-        "name",
+        names::NAME,
         &Shape::String,
         "The name `--target` and `clusterRef` refer to.",
     ),
@@ -136,53 +196,53 @@ const TARGET_METADATA: Shape = Shape::Object(&[
 pub const CONFIG: Shape = Shape::Object(&[
     PROJECT,
     field(
-        "profile",
+        names::PROFILE,
         &Shape::Any,
         "Nyl's: profile values for its templates. Read and ignored: nyl does not template app \
          files; the target's values reach charts through value imports.",
     ),
     field(
-        "layouts",
+        names::LAYOUTS,
         &Shape::List(&Shape::Object(&[
             required(
-                "name",
+                names::NAME,
                 &Shape::String,
                 "The layout's name, for diagnostics.",
             ),
             required(
-                "id",
+                names::ID,
                 &Shape::String,
                 "The id of each app, from placeholders: `{cluster}.{group}.{app}`.",
             ),
             required(
-                "app",
+                names::APP,
                 &Shape::String,
                 "The app directories, relative to the project root; each `{name}` segment binds \
                  one path segment: `clusters/{cluster}/{group}/in-cluster/{app}`.",
             ),
             required(
-                "chart",
+                names::CHART,
                 &Shape::String,
                 "The chart directory of an app, relative to the project root.",
             ),
             field(
-                "values",
+                names::VALUES,
                 &STRINGS,
                 "Values files layered over the chart's values, lowest first; a missing one \
                  contributes nothing.",
             ),
             field(
-                "target",
+                names::TARGET,
                 &Shape::String,
                 "The target whose values feed the chart's value imports; else `--target`.",
             ),
             field(
-                "namespace",
+                names::NAMESPACE,
                 &Shape::String,
                 "The release namespace; else the default namespace.",
             ),
             defaulted(
-                "release",
+                names::RELEASE,
                 &Shape::String,
                 "the app directory's name",
                 "The Helm release name.",
@@ -191,34 +251,34 @@ pub const CONFIG: Shape = Shape::Object(&[
         "Apps found by where they sit in the tree: one chart each, with layered values files.",
     ),
     field(
-        "limits",
+        names::LIMITS,
         &Shape::Object(&[
             limit(
-                "max_file_bytes",
+                names::MAX_FILE_BYTES,
                 "The largest YAML file nyl reads (also bounds `nyl.toml` itself).",
             ),
-            limit("max_files", "The most YAML files one run reads."),
+            limit(names::MAX_FILES, "The most YAML files one run reads."),
             limit(
-                "max_total_bytes",
+                names::MAX_TOTAL_BYTES,
                 "The most YAML one run reads, all files together (and the most a packaged \
                  subchart decompresses to when its schemas are checked).",
             ),
             limit(
-                "max_nodes",
+                names::MAX_NODES,
                 "The most YAML nodes one run keeps: all documents of all files, runtime values \
                  and Helm's output together, every alias expansion counted.",
             ),
             limit(
-                "max_value_bytes",
+                names::MAX_VALUE_BYTES,
                 "The most bytes of YAML keys and scalars one run keeps, counted like `max_nodes`.",
             ),
             limit(
-                "max_render_bytes",
+                names::MAX_RENDER_BYTES,
                 "The largest rendered app; also all that one render takes in from Helm, all \
                  releases together (Helm is stopped past it).",
             ),
             defaulted(
-                "helm_timeout_seconds",
+                names::HELM_TIMEOUT_SECONDS,
                 &Shape::Count,
                 "30, or the operator's --helm-timeout (NYL_HELM_TIMEOUT)",
                 "Seconds one release may spend in Helm (a remote chart's `helm pull` and its `helm \
@@ -233,9 +293,9 @@ pub const CONFIG: Shape = Shape::Object(&[
          warning `limit_above_ceiling`.",
     ),
     field(
-        "render",
+        names::RENDER,
         &Shape::Object(&[field(
-            "cluster_scoped_kinds",
+            names::CLUSTER_SCOPED_KINDS,
             &STRINGS,
             "Kinds that are cluster-scoped beyond Kubernetes' built-in ones and the CRDs of the \
              render, as `Kind` (any API group) or `group/Kind`: chart output of these kinds is \
@@ -246,16 +306,16 @@ pub const CONFIG: Shape = Shape::Object(&[
 ]);
 
 const PROJECT: Field = field(
-    "project",
+    names::PROJECT,
     &Shape::Object(&[
         defaulted(
-            "components_search_paths",
+            names::COMPONENTS_SEARCH_PATHS,
             &STRINGS,
             r#"["components"]"#,
             "Directories, relative to the project root, searched in order for component charts.",
         ),
         defaulted(
-            "targets_search_paths",
+            names::TARGETS_SEARCH_PATHS,
             &STRINGS,
             r#"["targets", "config"]"#,
             "Directories, relative to the project root, whose YAML files (recursively) hold the \
@@ -263,21 +323,21 @@ const PROJECT: Field = field(
              other GitOps control resources (`k8s.gitops.nyl/v1`) there are read and passed over.",
         ),
         field(
-            "aliases",
+            names::ALIASES,
             &STRING_MAP,
             "Maps an invocation kind to a local component path or a remote chart shortcut. A key \
              `<apiVersion>/<kind>` also makes every app document of that apiVersion and kind an \
              invocation of the alias, as Nyl reads it.",
         ),
         defaulted(
-            "helm_chart_search_paths",
+            names::HELM_CHART_SEARCH_PATHS,
             &STRINGS,
             r#"["."]"#,
             "Directories, relative to the project root, searched in order for the chart of a \
              HelmChart that gives `spec.chart.name` alone (Nyl's form).",
         ),
         defaulted(
-            "templating",
+            names::TEMPLATING,
             &Shape::Bool,
             "true",
             "Nyl templates app files; nyl does not evaluate templates. `true` (Nyl's default) \
@@ -286,7 +346,7 @@ const PROJECT: Field = field(
              unchanged (for charts that `tpl` their values).",
         ),
         field(
-            "gitops_scaffold_path",
+            names::GITOPS_SCAFFOLD_PATH,
             &Shape::String,
             "Nyl's: where `nyl new gitops` writes its scaffolds. Read and ignored.",
         ),
@@ -298,25 +358,25 @@ const PROJECT: Field = field(
 pub const CLUSTER: Shape = Shape::Object(&[
     API_VERSION,
     KIND,
-    required("metadata", &TARGET_METADATA, "The Cluster's name."),
+    required(names::METADATA, &TARGET_METADATA, "The Cluster's name."),
     field(
-        "spec",
+        names::SPEC,
         &Shape::Object(&[
             field(
-                "values",
+                names::VALUES,
                 &Shape::Values,
                 "Values every target on this cluster provides to value imports.",
             ),
             field(
-                "kubernetes",
+                names::KUBERNETES,
                 &Shape::Object(&[
                     field(
-                        "kubeVersion",
+                        names::KUBE_VERSION,
                         &Shape::String,
                         "The cluster's Kubernetes version, for Helm's `.Capabilities.KubeVersion`.",
                     ),
                     field(
-                        "apiVersions",
+                        names::API_VERSIONS,
                         &STRINGS,
                         "API versions the cluster serves, for Helm's `.Capabilities.APIVersions`.",
                     ),
@@ -325,12 +385,12 @@ pub const CLUSTER: Shape = Shape::Object(&[
             ),
             NYL_DESTINATION,
             field(
-                "argocdRef",
+                names::ARGOCD_REF,
                 &Shape::Any,
                 "Nyl's: the Argo CD instance that manages the cluster. Read and ignored.",
             ),
             field(
-                "live",
+                names::LIVE,
                 &Shape::Any,
                 "Nyl's: how Nyl reaches the live cluster. Read and ignored, and never shown: \
                  nyl renders without a cluster connection.",
@@ -345,50 +405,50 @@ pub const DEPLOYMENT_TARGET: Shape = Shape::Object(&[
     API_VERSION,
     KIND,
     required(
-        "metadata",
+        names::METADATA,
         &TARGET_METADATA,
         "The target's name, as `--target` names it.",
     ),
     field(
-        "spec",
+        names::SPEC,
         &Shape::Object(&[
             defaulted(
-                "clusterRef",
-                &Shape::Object(&[required("name", &Shape::String, "The Cluster's name.")]),
+                names::CLUSTER_REF,
+                &Shape::Object(&[required(names::NAME, &Shape::String, "The Cluster's name.")]),
                 "the target's own name",
                 "The Cluster this target deploys to.",
             ),
             field(
-                "values",
+                names::VALUES,
                 &Shape::Values,
                 "Values merged over the Cluster's values (the target wins) for value imports.",
             ),
             field(
-                "apps",
+                names::APPS,
                 &STRINGS,
                 "Globs, relative to the project root, naming the app files or directories \
                  deployed to this target.",
             ),
             NYL_DESTINATION,
             field(
-                "argocdRef",
+                names::ARGOCD_REF,
                 &Shape::Any,
                 "Nyl's: the Argo CD instance Nyl publishes to. Read and ignored.",
             ),
             field(
-                "publication",
+                names::PUBLICATION,
                 &Shape::Any,
                 "Nyl's: the repository and revision Nyl publishes rendered manifests to. Read and \
                  ignored: Argo CD renders through the plugin instead.",
             ),
             field(
-                "applicationGroupSelector",
+                names::APPLICATION_GROUP_SELECTOR,
                 &Shape::Any,
                 "Nyl's: which ApplicationGroups Nyl publishes for this target. Read and ignored: \
                  `apps` and the Argo CD Application choose what a target renders.",
             ),
             field(
-                "releaseInputs",
+                names::RELEASE_INPUTS,
                 &Shape::Any,
                 "Nyl's: inputs its Releases declare, resolved from Git. Read and ignored.",
             ),
@@ -401,28 +461,28 @@ pub const DEPLOYMENT_TARGET: Shape = Shape::Object(&[
 pub const INVOCATION: Shape = Shape::Object(&[
     API_VERSION,
     required(
-        "kind",
+        names::KIND,
         &Shape::String,
         "The component: a path under a components search path, an alias, or a remote chart \
          shortcut `<base>[#<chart>][@<version>]`.",
     ),
     RELEASE_METADATA,
     field(
-        "spec",
+        names::SPEC,
         &Shape::Values,
         "The invocation's own chart values; they win over imports.",
     ),
     field(
-        "valueImports",
+        names::VALUE_IMPORTS,
         &Shape::Object(&[
             defaulted(
-                "enabled",
+                names::ENABLED,
                 &Shape::Bool,
                 "true",
                 "`false` skips every value import.",
             ),
             field(
-                "exclude",
+                names::EXCLUDE,
                 &STRINGS,
                 "Names of imports to skip, required ones included. Each must be declared by the \
                  component.",
@@ -437,15 +497,15 @@ pub const RELEASE: Shape = Shape::Object(&[
     API_VERSION,
     KIND,
     required(
-        "metadata",
+        names::METADATA,
         &Shape::Object(&[
             required(
-                "name",
+                names::NAME,
                 &Shape::String,
                 "The app's name (Nyl's Argo CD Application); nyl logs it.",
             ),
             field(
-                "namespace",
+                names::NAMESPACE,
                 &Shape::String,
                 "The namespace of the invocations and HelmCharts of this file and its included \
                  files that set none.",
@@ -456,9 +516,9 @@ pub const RELEASE: Shape = Shape::Object(&[
         "The app's name and namespace.",
     ),
     field(
-        "spec",
+        names::SPEC,
         &Shape::Object(&[field(
-            "include",
+            names::INCLUDE,
             &STRINGS,
             "Files, relative to this one, whose documents render as part of it (once, even when \
              they sit in a directory being rendered).",
@@ -473,39 +533,39 @@ pub const HELM_CHART: Shape = Shape::Object(&[
     KIND,
     RELEASE_METADATA,
     required(
-        "spec",
+        names::SPEC,
         &Shape::Object(&[
             required(
-                "chart",
+                names::CHART,
                 &Shape::Object(&[
                     field(
-                        "repository",
+                        names::REPOSITORY,
                         &Shape::String,
                         "A chart repository URL (`https://`, `http://`) or an OCI base (`oci://`).",
                     ),
                     field(
-                        "name",
+                        names::NAME,
                         &Shape::String,
                         "The chart's name in the repository. Alone, a local chart as Nyl names it: \
                          with a `/`, a path from the project root; else a directory in \
                          `helm_chart_search_paths`.",
                     ),
                     field(
-                        "version",
+                        names::VERSION,
                         &Shape::String,
                         "The chart version; the newest when absent.",
                     ),
                     field(
-                        "path",
+                        names::PATH,
                         &Shape::String,
                         "A local chart directory, relative to this file, instead of a repository.",
                     ),
                 ]),
                 "Where the chart comes from: `repository` and `name` (and `version`), or `path`.",
             ),
-            field("values", &Shape::Values, "The chart values."),
+            field(names::VALUES, &Shape::Values, "The chart values."),
             defaulted(
-                "includeCrds",
+                names::INCLUDE_CRDS,
                 &Shape::Bool,
                 "true",
                 "Render the chart's `crds/` too.",
@@ -519,21 +579,25 @@ pub const HELM_CHART: Shape = Shape::Object(&[
 pub const CONTRACT: Shape = Shape::Object(&[
     API_VERSION,
     field(
-        "valueImports",
+        names::VALUE_IMPORTS,
         &Shape::List(&Shape::Object(&[
             required(
-                "name",
+                names::NAME,
                 &Shape::String,
                 "Unique name, used in diagnostics and opt-outs.",
             ),
             required(
-                "from",
+                names::FROM,
                 &Shape::String,
                 "JSON Pointer into the effective target values.",
             ),
-            required("to", &Shape::String, "JSON Pointer into the chart values."),
+            required(
+                names::TO,
+                &Shape::String,
+                "JSON Pointer into the chart values.",
+            ),
             defaulted(
-                "required",
+                names::REQUIRED,
                 &Shape::Bool,
                 "false",
                 "`true` fails the render when `from` is absent.",
