@@ -14,9 +14,8 @@ use nyl_core::data::value::{Map, Node, Value};
 use nyl_core::data::yaml::Mode;
 use nyl_core::expansion::Entry;
 use nyl_core::project::layouts::{self, Bindings, Layout};
-use nyl_core::project::objects::ChartSource;
-use nyl_core::project::objects::{self, Invocation, NameRule};
-use nyl_core::values::components::{self, Chart};
+use nyl_core::project::objects::{self, ChartSource, Invocation, NameRule};
+use nyl_core::values::components;
 use nyl_core::values::merge::merge;
 use nyl_core::values::release::InvocationValues;
 use nyl_core::values::release::{ExplainLayer, Release};
@@ -227,14 +226,12 @@ impl Session {
             exclude: Vec::new(),
         };
         let contract = self.project.contract(&chart_rel, &chart_dir)?;
-        let evaluation = components::evaluate(
-            &inv,
-            Chart::Local {
-                component: &chart_rel,
-                contract,
-            },
-            target.as_ref(),
-        )?;
+        let component = components::Component {
+            name: &chart_rel,
+            contract,
+        };
+        let evaluation =
+            components::evaluate(&inv, &ChartSource::Local(component), target.as_ref())?;
         layers.insert(0, ExplainLayer::new("imports", Some(evaluation.imported)));
         Ok(Release::new(
             InvocationValues {

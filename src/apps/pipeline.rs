@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use crate::project::{self, Component, Project, Refused};
+use crate::project::{self, ComponentDir, Project, Refused};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::ObjectName;
 use nyl_core::data::provenance::{Catalog, Layer, Loc};
@@ -18,7 +18,7 @@ use nyl_core::expansion::manifest::Manifest;
 use nyl_core::expansion::Entry;
 use nyl_core::project::layouts;
 use nyl_core::project::objects::{self, ChartSource, Config, DocKind, LocalChart, Place};
-use nyl_core::values::components::{self, Chart};
+use nyl_core::values::components;
 use nyl_core::values::release::{ExplainLayer, InvocationValues, Release};
 use nyl_core::values::targets::{self, Target};
 
@@ -638,19 +638,16 @@ impl Session {
         let (chart_text, spec, evaluation) = match chart {
             ChartSource::Remote(remote) => (
                 remote.to_string(),
-                ChartSource::Remote(remote),
-                components::evaluate(&inv, Chart::Remote, target),
+                ChartSource::Remote(remote.clone()),
+                components::evaluate(&inv, &ChartSource::Remote(remote), target),
             ),
-            ChartSource::Local(Component { name, dir }) => {
+            ChartSource::Local(ComponentDir { name, dir }) => {
                 let contract = self.project.contract(&name, &dir)?;
-                let evaluation = components::evaluate(
-                    &inv,
-                    Chart::Local {
-                        component: &name,
-                        contract,
-                    },
-                    target,
-                );
+                let component = components::Component {
+                    name: &name,
+                    contract,
+                };
+                let evaluation = components::evaluate(&inv, &ChartSource::Local(component), target);
                 (name, ChartSource::Local(dir), evaluation)
             }
         };

@@ -28,7 +28,7 @@ pub const CONTRACT_FILE: &str = "nyl-component.yaml";
 
 /// A component an invocation's kind resolved to: a directory holding `Chart.yaml`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Component {
+pub struct ComponentDir {
     /// Its path under the components search path.
     pub name: String,
     pub dir: PathBuf,
@@ -593,7 +593,11 @@ impl Project {
     }
 
     /// The chart an invocation's kind names (through an alias, if one applies).
-    pub fn resolve_kind(&self, kind: &str, loc: Loc) -> Result<ChartSource<Component>, Diagnostic> {
+    pub fn resolve_kind(
+        &self,
+        kind: &str,
+        loc: Loc,
+    ) -> Result<ChartSource<ComponentDir>, Diagnostic> {
         let resolved = self
             .config
             .aliases
@@ -610,7 +614,7 @@ impl Project {
         for base in search {
             let dir = self.root.join(base).join(resolved);
             if dir.join("Chart.yaml").is_file() {
-                return Ok(ChartSource::Local(Component {
+                return Ok(ChartSource::Local(ComponentDir {
                     name: resolved.to_string(),
                     dir: self.inside(&dir).map_err(|d| d.at(loc))?,
                 }));

@@ -25,7 +25,7 @@ use crate::data::diagnostics::{Code, Diagnostic};
 use crate::data::pointer::Pointer;
 use crate::data::provenance::{Layer, Loc, Prov};
 use crate::data::value::{Map, Node, Value};
-use crate::project::objects::{self, Invocation, CONTRACT_API};
+use crate::project::objects::{self, ChartSource, Invocation, CONTRACT_API};
 use crate::project::schema;
 use crate::values::merge::merge_with;
 use crate::values::targets::Target;
@@ -179,15 +179,11 @@ fn check_names_and_destinations(imports: &[ValueImport], object: &str, out: &mut
     }
 }
 
-/// What an invocation renders: a local component (with its contract, if it has one) or a remote
-/// chart shortcut.
+/// What evaluation knows of a local component: its name and its contract, if it has one.
 #[derive(Clone, Copy, Debug)]
-pub enum Chart<'a> {
-    Local {
-        component: &'a str,
-        contract: Option<&'a Contract>,
-    },
-    Remote,
+pub struct Component<'a> {
+    pub name: &'a str,
+    pub contract: Option<&'a Contract>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -227,13 +223,13 @@ pub struct Evaluation {
 /// Evaluates `imports ⊕ spec` for one invocation against the target (or none).
 pub fn evaluate(
     inv: &Invocation,
-    chart: Chart<'_>,
+    chart: &ChartSource<Component<'_>>,
     target: Option<&Target>,
 ) -> Result<Evaluation, Vec<Diagnostic>> {
     let who = inv.display();
     let mut problems = Vec::new();
     let contract = match chart {
-        Chart::Remote => {
+        ChartSource::Remote(_) => {
             if let Some((_, loc)) = inv.exclude.first() {
                 problems.push(
                     Diagnostic::new(
@@ -247,12 +243,9 @@ pub fn evaluate(
             }
             None
         }
-        Chart::Local {
-            contract,
-            component,
-        } => {
-            check_excludes(inv, component, contract, &mut problems);
-            contract
+        ChartSource::Local(Component { name, contract }) => {
+            check_excludes(inv, name, *contract, &mut problems);
+            *contract
         }
     };
     let imports = contract.map_or(&[][..], |c| &c.imports[..]);
@@ -488,6 +481,10 @@ mod tests {
             .collect()
     }
 
+    fn remote() -> ChartSource<Component<'static>> {
+        ChartSource::Remote(objects::RemoteChart::parse("oci://example.test/charts/c").unwrap())
+    }
+
     fn invocation(rest: &str) -> Invocation {
         let text = format!(
             "apiVersion: components.k8s.nyl/v1\nkind: test/C\nmetadata: {{name: x}}\n{rest}"
@@ -511,11 +508,11 @@ mod tests {
     }
 
     fn eval(c: &Contract, inv: &Invocation, t: Option<&Target>) -> Result<Evaluation, Vec<Code>> {
-        let chart = Chart::Local {
-            component: "test/C",
+        let chart = ChartSource::Local(Component {
+            name: "test/C",
             contract: Some(c),
-        };
-        evaluate(inv, chart, t).map_err(|e| e.into_iter().map(|d| d.code).collect())
+        });
+        evaluate(inv, &chart, t).map_err(|e| e.into_iter().map(|d| d.code).collect())
     }
 
     fn values(e: &Evaluation) -> serde_json::Value {
@@ -559,11 +556,11 @@ mod tests {
     #[test]
     fn without_a_contract_only_the_spec_arrives() {
         let inv = invocation("spec: {a: 1}\n");
-        let chart = Chart::Local {
-            component: "test/C",
+        let chart = ChartSource::Local(Component {
+            name: "test/C",
             contract: None,
-        };
-        let e = evaluate(&inv, chart, Some(&target(TARGET))).unwrap();
+        });
+        let e = evaluate(&inv, &chart, Some(&target(TARGET))).unwrap();
         assert_eq!(values(&e), json("a: 1\n"));
         assert!(e.imports.is_empty());
     }
@@ -646,11 +643,11 @@ mod tests {
 
     #[test]
     fn missing_required_message_names_component_import_pointers_and_target() {
-        let chart = Chart::Local {
-            component: "test/C",
+        let chart = ChartSource::Local(Component {
+            name: "test/C",
             contract: Some(&contract(SEED)),
-        };
-        let with = evaluate(&invocation(""), chart, Some(&target("postgres: {}\n"))).unwrap_err();
+        });
+        let with = evaluate(&invocation(""), &chart, Some(&target("postgres: {}\n"))).unwrap_err();
         let m = &with[0].message;
         for part in [
             "test/C",
@@ -661,7 +658,7 @@ mod tests {
         ] {
             assert!(m.contains(part), "{m} lacks {part}");
         }
-        let without = evaluate(&invocation(""), chart, None).unwrap_err();
+        let without = evaluate(&invocation(""), &chart, None).unwrap_err();
         assert!(
             without[0].message.contains("no target"),
             "{}",
@@ -687,12 +684,12 @@ mod tests {
             eval(&contract(SEED), &inv, None).unwrap_err(),
             [Code::UnknownImportExclude]
         );
-        let chart = Chart::Local {
-            component: "test/C",
+        let chart = ChartSource::Local(Component {
+            name: "test/C",
             contract: None,
-        };
+        });
         let errs =
-            evaluate(&invocation("valueImports: {exclude: [a]}\n"), chart, None).unwrap_err();
+            evaluate(&invocation("valueImports: {exclude: [a]}\n"), &chart, None).unwrap_err();
         assert_eq!(errs[0].code, Code::UnknownImportExclude);
     }
 
@@ -700,20 +697,20 @@ mod tests {
     fn remote_charts_accept_enabled_but_no_exclude_names() {
         let e = evaluate(
             &invocation("valueImports: {enabled: false}\nspec: {a: 1}\n"),
-            Chart::Remote,
+            &remote(),
             Some(&target(TARGET)),
         )
         .unwrap();
         assert_eq!(values(&e), json("a: 1\n"));
         assert!(evaluate(
             &invocation("valueImports: {exclude: []}\n"),
-            Chart::Remote,
+            &remote(),
             None
         )
         .is_ok());
         let errs = evaluate(
             &invocation("valueImports: {exclude: [x]}\n"),
-            Chart::Remote,
+            &remote(),
             None,
         )
         .unwrap_err();
