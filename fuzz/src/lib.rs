@@ -7,12 +7,13 @@ use std::sync::LazyLock;
 
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::pointer::{join, Pointer};
-use nyl_core::data::provenance::FileId;
+use nyl_core::data::provenance::{FileId, Loc, Prov};
 use nyl_core::data::value::{Node, Value};
 use nyl_core::data::yaml::{
     parse_documents, parse_stream, resolve_plain, split, to_yaml, Document, Limits, Mode,
 };
 use nyl_core::project::objects;
+use nyl_core::project::template;
 use nyl_core::repository::argocd::{settings, Settings, PARAMETERS};
 use nyl_render::parse_config;
 
@@ -22,12 +23,13 @@ pub const FILE: FileId = FileId(0);
 pub type Check = fn(&[u8]);
 
 /// The targets by name (as `fuzz/Cargo.toml` names them), for replaying inputs.
-pub const TARGETS: [(&str, Check); 5] = [
+pub const TARGETS: [(&str, Check); 6] = [
     ("yaml_read", yaml_read),
     ("yaml_split", yaml_split),
     ("pointer", pointer),
     ("argocd_params", argocd_params),
     ("nyl_toml", nyl_toml),
+    ("template", template),
 ];
 
 /// A fresh budget per parse (a budget is spent across the parses of a run): small enough that an
@@ -344,6 +346,54 @@ pub fn nyl_toml(data: &[u8]) {
                     "{path:?}"
                 );
             }
+        }
+        Err(diags) => {
+            assert!(!diags.is_empty());
+            assert_lines_in(text, &diags);
+        }
+    }
+}
+
+/// Rendering any text as an app file template: the rendered text, or problems at lines of the
+/// text, never a panic; every line of what it renders maps to a line of the text (or to none), and
+/// the documents read from it point there too.
+pub fn template(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let values = parse_stream(
+        "environment: test\nreplicas: 2\nhosts: [a, b]\n",
+        FILE,
+        &limits(),
+    )
+    .docs
+    .into_iter()
+    .next()
+    .unwrap_or_else(|| Node::new(Value::Null, Prov::written(Loc::new(FILE, 0))));
+    let context = template::Context {
+        values: Some(values),
+        target_name: Some("test".into()),
+        ..template::Context::default()
+    };
+    match template::render(text, &context, FILE) {
+        Ok(rendered) => {
+            let lines = lines(text);
+            for line in 1..=self::lines(&rendered.text) {
+                let source = rendered.source_line(line);
+                assert!(
+                    source <= lines,
+                    "rendered line {line} maps past the last ({lines}): {source}"
+                );
+            }
+            assert!(rendered.templated.iter().all(|&l| l <= lines));
+            let (docs, diags) = parse_documents(&rendered.text, FILE, &limits(), Mode::Strict);
+            for mut doc in docs {
+                rendered.remap_node(&mut doc.node);
+                assert_node_lines_in(text, &doc.node);
+            }
+            let mut diags = diags;
+            for d in &mut diags {
+                rendered.remap_diagnostic(d, FILE);
+            }
+            assert_lines_in(text, &diags);
         }
         Err(diags) => {
             assert!(!diags.is_empty());

@@ -18,6 +18,7 @@ use nyl_core::expansion::manifest::Manifest;
 use nyl_core::expansion::Entry;
 use nyl_core::project::layouts;
 use nyl_core::project::objects::{self, ChartSource, Config, DocKind, LocalChart, Place};
+use nyl_core::project::template;
 use nyl_core::values::components;
 use nyl_core::values::release::{ExplainLayer, InvocationValues, Release};
 use nyl_core::values::targets::{self, Target};
@@ -255,7 +256,8 @@ impl Session {
 
     /// Problems of loading the project in targets files that define neither the selected target
     /// nor its Cluster become warnings: one team's typo does not stop another's apps (`nyl
-    /// validate` still reports them as errors). Problems of `nyl.toml` stay errors.
+    /// validate` still reports them as errors). Problems of `nyl.toml` (and Nyl's secrets
+    /// configuration beside it) stay errors.
     fn demote_unrelated(&mut self) {
         let (own, own_objects): (Vec<nyl_core::data::provenance::FileId>, Vec<String>) =
             match &self.target {
@@ -278,7 +280,7 @@ impl Session {
             let concerns_target = d.object.as_ref().is_some_and(|o| own_objects.contains(o));
             if !own.contains(&loc.file)
                 && !concerns_target
-                && catalog.file(loc.file) != project::CONFIG_FILE
+                && !project::is_settings_file(catalog.file(loc.file))
             {
                 d.severity = nyl_core::data::diagnostics::Severity::Warning;
             }
@@ -556,8 +558,14 @@ impl Session {
                 return None;
             }
         };
-        let (_, docs, mut problems) = self.project.read_documents(&file);
-        if problems.is_empty() && self.project.config.templating {
+        if !self.evaluate && self.project.is_template(&file) {
+            // What it renders depends on the target, which is missing (reported already).
+            tracing::debug!(file = %file.display(), "template not rendered: the target is missing");
+            return None;
+        }
+        let context = self.template_context();
+        let (_, docs, mut problems) = self.project.read_app_documents(&file, &context);
+        if problems.is_empty() && self.project.templating == objects::Templating::Unset {
             problems.extend(
                 docs.iter()
                     .flat_map(|d| objects::template_expressions(&d.node)),
@@ -568,6 +576,15 @@ impl Session {
             return None;
         }
         Some((file, docs))
+    }
+
+    /// What app file templates see: the selected target's values, Cluster and DeploymentTarget.
+    fn template_context(&self) -> template::Context {
+        self.target
+            .as_ref()
+            .filter(|_| self.evaluate)
+            .map(Target::template_context)
+            .unwrap_or_default()
     }
 
     /// Turns documents into entries; `dir` is the directory relative paths (a HelmChart's

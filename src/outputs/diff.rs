@@ -61,7 +61,7 @@ pub fn run(req: &Request, start: &Path) -> Result<Vec<AppDiff>, Problems> {
     };
     let base_root = base.dir.join(&rel);
     // The pull request that introduces nyl compares against nothing: everything is added.
-    let base_side = if base_root.join(crate::project::CONFIG_FILE).is_file() {
+    let base_side = if crate::project::holds_config(&base_root) {
         side(req, &base_root)?
     } else {
         Side::default()

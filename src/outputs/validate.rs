@@ -17,6 +17,7 @@ use nyl_core::data::provenance::Catalog;
 use nyl_core::expansion::Entry;
 use nyl_core::project::objects::ChartSource;
 use nyl_core::project::objects::{self, DocKind, Place};
+use nyl_core::project::template;
 use nyl_core::values::targets;
 
 #[derive(Clone, Debug)]
@@ -126,7 +127,19 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
     let run = render::Run::new(loaded);
     let tree = Tree::scan(&project, &req.dir);
     report.objects = count_target_objects(&project);
-    let app_files = check_objects(&mut project, &tree, &mut report, &mut issues);
+    // A templated app file is checked as each target renders it: Nyl's ApplicationGroups, which
+    // nyl does not read, may deploy it to any of them.
+    let mut contexts: Vec<template::Context> = project
+        .targets
+        .iter()
+        .filter(|t| req.target.as_ref().is_none_or(|n| *n == t.name))
+        .filter_map(|t| targets::select(&t.name, &project.clusters, &project.targets).ok())
+        .map(|t| t.template_context())
+        .collect();
+    if contexts.is_empty() {
+        contexts.push(template::Context::default());
+    }
+    let app_files = check_objects(&mut project, &tree, &contexts, &mut report, &mut issues);
     check_contracts(&mut project, &tree, &mut issues);
 
     let inputs = pipeline::Request {
@@ -394,71 +407,84 @@ fn count_target_objects(project: &Project) -> BTreeMap<String, usize> {
 fn check_objects(
     project: &mut Project,
     tree: &Tree,
+    contexts: &[template::Context],
     report: &mut Report,
     issues: &mut Issues,
 ) -> Vec<(String, nyl_core::data::provenance::Loc)> {
     let mut app_files = Vec::new();
     for path in &tree.yaml_files {
-        // Nothing of a file is kept past its check, so each has the run's whole budget.
-        project.look_at(path, |project, file, docs, problems| {
-            let mut problems = problems;
-            let mut is_app = false;
-            for doc in docs {
-                let node = &doc.node;
-                let kind = match objects::classify(node, Place::App, &project.config.aliases) {
-                    Ok(kind) => kind,
-                    // Any YAML of the repository is scanned here; a document that is no object
-                    // matters where an app holds it, and the app's own check reports it there.
-                    Err(d) if d.code == Code::NotAnObject => continue,
-                    Err(d) => {
-                        problems.push(d);
-                        continue;
+        let renders: Vec<Option<&template::Context>> = if project.is_template(path) {
+            contexts.iter().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for (i, context) in renders.into_iter().enumerate() {
+            // A templated file's objects are counted once, as its first render holds them.
+            let first = i == 0;
+            // Nothing of a file is kept past its check, so each has the run's whole budget.
+            project.look_at(path, context, |project, file, docs, problems| {
+                let mut problems = problems;
+                let mut is_app = false;
+                for doc in docs {
+                    let node = &doc.node;
+                    let kind = match objects::classify(node, Place::App, &project.config.aliases) {
+                        Ok(kind) => kind,
+                        // Any YAML of the repository is scanned here; a document that is no object
+                        // matters where an app holds it, and the app's own check reports it there.
+                        Err(d) if d.code == Code::NotAnObject => continue,
+                        Err(d) => {
+                            problems.push(d);
+                            continue;
+                        }
+                    };
+                    if project.templating == objects::Templating::Unset && kind != DocKind::Cluster
+                    {
+                        problems.extend(objects::template_expressions(node));
                     }
-                };
-                if project.config.templating && kind != DocKind::Cluster {
-                    problems.extend(objects::template_expressions(node));
+                    let object = project.catalog.add_object(objects::object_ref(node));
+                    let (label, result) = match kind {
+                        // Control resources are classified so only in the targets search paths.
+                        DocKind::Manifest | DocKind::NylControl => continue,
+                        DocKind::Cluster => ("Cluster", objects::cluster(node, object).map(drop)),
+                        DocKind::DeploymentTarget => (
+                            "DeploymentTarget",
+                            objects::deployment_target(node, object).map(drop),
+                        ),
+                        DocKind::Release => {
+                            is_app = true;
+                            ("Release", objects::release(node).map(drop))
+                        }
+                        DocKind::HelmChart => {
+                            is_app = true;
+                            ("HelmChart", objects::helm_chart(node, object).map(drop))
+                        }
+                        DocKind::Invocation => {
+                            is_app = true;
+                            let checked = objects::invocation(node, object).and_then(|inv| {
+                                project
+                                    .resolve_kind(&inv.kind, inv.kind_loc)
+                                    .map(drop)
+                                    .map_err(|d| vec![d.object(inv.display())])
+                            });
+                            ("Invocation", checked)
+                        }
+                    };
+                    if first {
+                        *report.objects.entry(label.to_string()).or_default() += 1;
+                    }
+                    if let Err(e) = result {
+                        problems.extend(e);
+                    }
                 }
-                let object = project.catalog.add_object(objects::object_ref(node));
-                let (label, result) = match kind {
-                    // Control resources are classified so only in the targets search paths.
-                    DocKind::Manifest | DocKind::NylControl => continue,
-                    DocKind::Cluster => ("Cluster", objects::cluster(node, object).map(drop)),
-                    DocKind::DeploymentTarget => (
-                        "DeploymentTarget",
-                        objects::deployment_target(node, object).map(drop),
-                    ),
-                    DocKind::Release => {
-                        is_app = true;
-                        ("Release", objects::release(node).map(drop))
-                    }
-                    DocKind::HelmChart => {
-                        is_app = true;
-                        ("HelmChart", objects::helm_chart(node, object).map(drop))
-                    }
-                    DocKind::Invocation => {
-                        is_app = true;
-                        let checked = objects::invocation(node, object).and_then(|inv| {
-                            project
-                                .resolve_kind(&inv.kind, inv.kind_loc)
-                                .map(drop)
-                                .map_err(|d| vec![d.object(inv.display())])
-                        });
-                        ("Invocation", checked)
-                    }
-                };
-                *report.objects.entry(label.to_string()).or_default() += 1;
-                if let Err(e) = result {
-                    problems.extend(e);
+                issues.extend(&problems, &project.catalog, None);
+                if is_app && first {
+                    app_files.push((
+                        project.display_path(path),
+                        nyl_core::data::provenance::Loc::new(file, 0),
+                    ));
                 }
-            }
-            issues.extend(&problems, &project.catalog, None);
-            if is_app {
-                app_files.push((
-                    project.display_path(path),
-                    nyl_core::data::provenance::Loc::new(file, 0),
-                ));
-            }
-        });
+            });
+        }
     }
     app_files
 }
@@ -469,7 +495,7 @@ fn check_contracts(project: &mut Project, tree: &Tree, issues: &mut Issues) {
         .config
         .components_search_paths
         .iter()
-        .map(|p| project.root.join(p))
+        .map(|p| project.config_dir.join(p))
         .collect();
     // A chart without a contract is asked too: a misnamed one is an error.
     for chart in &tree.charts {

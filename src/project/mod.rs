@@ -17,13 +17,38 @@ use nyl_core::data::value::{Node, Value};
 use nyl_core::data::yaml::{self, Document, Limits, Mode};
 use nyl_core::project::layouts;
 use nyl_core::project::objects::{
-    self, ChartSource, Cluster, Config, DeploymentTarget, DocKind, Place, RemoteChart,
+    self, ChartSource, Cluster, Config, DeploymentTarget, DocKind, Place, RemoteChart, Templating,
 };
+use nyl_core::project::template;
 use nyl_core::values::coalesce::{self, ChartValues, Dependency, Import};
 use nyl_core::values::components::{self, Contract};
 use nyl_core::values::targets;
 
 pub const CONFIG_FILE: &str = "nyl.toml";
+
+/// Where Nyl also keeps nyl.toml, beside its configuration, at the root of a Git worktree: the
+/// project root is then the worktree's (apps may live anywhere in it), and the paths nyl.toml
+/// names are relative to `nyl/`, as in Nyl.
+pub const NESTED_CONFIG_FILE: &str = "nyl/nyl.toml";
+
+/// Whether `dir` holds a project's nyl.toml, at its root or in `nyl/`.
+pub fn holds_config(dir: &Path) -> bool {
+    dir.join(CONFIG_FILE).is_file() || dir.join(NESTED_CONFIG_FILE).is_file()
+}
+
+/// Where Nyl configures its secrets provider, beside nyl.toml.
+pub const SECRETS_FILES: [&str; 4] = [
+    "nyl-secrets.yaml",
+    "nyl-secrets.yml",
+    "nyl-secrets.json",
+    "nyl-secrets.toml",
+];
+
+/// The project's own settings files: their problems concern every target.
+pub fn is_settings_file(display_path: &str) -> bool {
+    let name = display_path.strip_prefix("nyl/").unwrap_or(display_path);
+    name == CONFIG_FILE || SECRETS_FILES.contains(&name)
+}
 pub const CONTRACT_FILE: &str = "nyl-component.yaml";
 
 /// A component an invocation's kind resolved to: a directory holding `Chart.yaml`.
@@ -71,10 +96,17 @@ impl From<Diagnostic> for Refused {
 #[derive(Clone)]
 pub struct Project {
     pub root: PathBuf,
+    /// The directory of nyl.toml, which the paths it names are relative to: the root, or its
+    /// `nyl/` ([`NESTED_CONFIG_FILE`]).
+    pub config_dir: PathBuf,
     pub config: Config,
     pub catalog: Catalog,
     pub clusters: Vec<Cluster>,
     pub targets: Vec<DeploymentTarget>,
+    /// Whether app files are templates: nyl.toml's `templating`, or the project's shape.
+    pub templating: Templating,
+    /// A targets file holds a document in Nyl's group `k8s.gitops.nyl/v1`.
+    nyl_shaped: bool,
     contracts: HashMap<PathBuf, ContractState>,
     charts: HashMap<PathBuf, Result<ChartValues, ()>>,
     checked_charts: HashMap<PathBuf, bool>,
@@ -85,6 +117,12 @@ pub struct Project {
     pub warnings: Vec<Diagnostic>,
     /// What every parse of the run may keep, together (`max_nodes`, `max_value_bytes`).
     budget: Limits,
+}
+
+/// A file's text, or why there is none (no problems: a limit reported at an earlier file).
+enum Read {
+    Text(FileId, String),
+    Failed(FileId, Vec<Diagnostic>),
 }
 
 /// The nearest directory at or above `start` that holds `nyl.toml`.
@@ -104,7 +142,12 @@ pub fn find_root_within(start: &Path, boundary: Option<&Path>) -> Result<PathBuf
         absolute.parent().unwrap_or(&absolute)
     };
     loop {
-        if dir.join(CONFIG_FILE).is_file() {
+        // Nyl also finds `nyl/nyl.toml` at the root of a Git worktree (or of the repository Argo
+        // CD unpacked, which may come without `.git`) that has no nyl.toml of its own.
+        let worktree_root = dir.join(".git").exists() || Some(dir) == boundary;
+        if dir.join(CONFIG_FILE).is_file()
+            || (worktree_root && dir.join(NESTED_CONFIG_FILE).is_file())
+        {
             return Ok(dir.to_path_buf());
         }
         match dir.parent().filter(|_| Some(dir) != boundary) {
@@ -134,7 +177,12 @@ impl Project {
         let mut catalog = Catalog::default();
         // Everything else depends on nyl.toml (search paths, aliases): a broken one stops the run
         // rather than producing errors that are only its consequences.
-        let (config, warnings) = match load_config(&root, &mut catalog) {
+        let config_dir = if root.join(CONFIG_FILE).is_file() {
+            root.clone()
+        } else {
+            root.join("nyl")
+        };
+        let (config, warnings) = match load_config(&root, &config_dir, &mut catalog) {
             Ok(loaded) => loaded,
             Err(problems) => return Err((catalog, problems)),
         };
@@ -144,10 +192,13 @@ impl Project {
         );
         let mut project = Project {
             root,
+            config_dir,
             config,
             catalog,
             clusters: Vec::new(),
             targets: Vec::new(),
+            templating: Templating::Unset,
+            nyl_shaped: false,
             contracts: HashMap::new(),
             charts: HashMap::new(),
             checked_charts: HashMap::new(),
@@ -159,6 +210,11 @@ impl Project {
         let mut diags = warnings;
         project.load_targets(&mut diags);
         diags.extend(targets::check_unique(&project.clusters, &project.targets));
+        project.check_secrets_config(&mut diags);
+        let config = &project.config;
+        project.templating =
+            Templating::resolve(config.templating, config.nyl_keys || project.nyl_shaped);
+        debug!(templating = ?project.templating, "app files as templates");
         Ok((project, diags))
     }
 
@@ -341,15 +397,11 @@ impl Project {
         self.read_documents_as(path, Mode::Strict)
     }
 
-    /// Reads one YAML file in `mode`.
-    pub fn read_documents_as(
-        &mut self,
-        path: &Path,
-        mode: Mode,
-    ) -> (FileId, Vec<Document>, Vec<Diagnostic>) {
+    /// Reads one file's text within the limits.
+    fn read_text(&mut self, path: &Path) -> Read {
         let file = self.catalog.add_file(self.display_path(path));
         let at = Loc::new(file, 0);
-        let fail = |d: Diagnostic| (file, Vec::new(), vec![d.at(at)]);
+        let fail = |d: Diagnostic| Read::Failed(file, vec![d.at(at)]);
         let meta = match fs::symlink_metadata(path) {
             Ok(meta) => meta,
             Err(e) => return fail(read_error(&e, file)),
@@ -374,7 +426,7 @@ impl Project {
         if self.files_read > limits.max_files + 1
             || self.bytes_read - meta.len() > limits.max_total_bytes
         {
-            return (file, Vec::new(), Vec::new());
+            return Read::Failed(file, Vec::new());
         }
         if self.files_read > limits.max_files {
             return fail(Diagnostic::new(
@@ -395,10 +447,7 @@ impl Project {
             ));
         }
         match fs::read_to_string(path) {
-            Ok(text) => {
-                let (docs, diags) = self.parse_documents(&text, file, mode);
-                (file, docs, diags)
-            }
+            Ok(text) => Read::Text(file, text),
             Err(e) => fail(read_error(&e, file)),
         }
     }
@@ -410,15 +459,82 @@ impl Project {
         self.files_read > limits.max_files || self.bytes_read > limits.max_total_bytes
     }
 
+    /// Reads one YAML file in `mode`.
+    pub fn read_documents_as(
+        &mut self,
+        path: &Path,
+        mode: Mode,
+    ) -> (FileId, Vec<Document>, Vec<Diagnostic>) {
+        match self.read_text(path) {
+            Read::Text(file, text) => {
+                let (docs, diags) = self.parse_documents(&text, file, mode);
+                (file, docs, diags)
+            }
+            Read::Failed(file, problems) => (file, Vec::new(), problems),
+        }
+    }
+
+    /// nyl.toml as messages name it: `nyl.toml`, or `nyl/nyl.toml`.
+    fn config_display(&self) -> String {
+        self.display_path(&self.config_dir.join(CONFIG_FILE))
+    }
+
+    /// Whether `path` is rendered as a template when read as an app file: templating is on and
+    /// it holds template syntax.
+    pub fn is_template(&self, path: &Path) -> bool {
+        self.templating == Templating::On
+            && fs::read_to_string(path).is_ok_and(|text| template::has_syntax(&text))
+    }
+
+    /// Reads an app file: when templating is on and the file holds template syntax, it is
+    /// rendered with `context` first, and its documents' lines (and problems') point into the
+    /// file as written; the lines whose text the template changed are marked in the catalog.
+    pub fn read_app_documents(
+        &mut self,
+        path: &Path,
+        context: &template::Context,
+    ) -> (FileId, Vec<Document>, Vec<Diagnostic>) {
+        let (file, text) = match self.read_text(path) {
+            Read::Text(file, text) => (file, text),
+            Read::Failed(file, problems) => return (file, Vec::new(), problems),
+        };
+        if self.templating != Templating::On || !template::has_syntax(&text) {
+            let (docs, diags) = self.parse_documents(&text, file, Mode::Strict);
+            return (file, docs, diags);
+        }
+        let rendered = match template::render(&text, context, file) {
+            Ok(rendered) => rendered,
+            Err(problems) => return (file, Vec::new(), problems),
+        };
+        debug!(file = %self.catalog.file(file), "rendered as a template");
+        let (mut docs, mut diags) = self.parse_documents(&rendered.text, file, Mode::Strict);
+        for doc in &mut docs {
+            rendered.remap_node(&mut doc.node);
+        }
+        for d in &mut diags {
+            rendered.remap_diagnostic(d, file);
+        }
+        for line in &rendered.templated {
+            self.catalog.mark_templated(Loc::new(file, *line));
+        }
+        (file, docs, diags)
+    }
+
     /// Reads one file for a look that keeps nothing of it (validate's scan of every file): what
     /// its documents cost is given back to the run's budget once `look` has consumed them.
+    /// `context`, when given, renders an app file that is a template
+    /// ([`Project::read_app_documents`]).
     pub fn look_at<R>(
         &mut self,
         path: &Path,
+        context: Option<&template::Context>,
         look: impl FnOnce(&mut Project, FileId, Vec<Document>, Vec<Diagnostic>) -> R,
     ) -> R {
         let before = self.budget.spent();
-        let (file, docs, problems) = self.read_documents(path);
+        let (file, docs, problems) = match context {
+            Some(context) => self.read_app_documents(path, context),
+            None => self.read_documents(path),
+        };
         let out = look(self, file, docs, problems);
         self.budget.rewind(before);
         out
@@ -462,7 +578,7 @@ impl Project {
 
     fn load_targets(&mut self, diags: &mut Vec<Diagnostic>) {
         for name in self.config.targets_search_paths.clone() {
-            let dir = self.root.join(&name);
+            let dir = self.config_dir.join(&name);
             if !dir.is_dir() {
                 // The default `targets` may be absent (a project of layouts); a path written in
                 // nyl.toml must exist, or every target in it would silently be missing.
@@ -475,7 +591,7 @@ impl Project {
                                  targets_search_paths"
                             ),
                         )
-                        .at(Loc::new(self.catalog.add_file(CONFIG_FILE), 0))
+                        .at(Loc::new(self.catalog.add_file(self.config_display()), 0))
                         .object(CONFIG_FILE),
                     );
                 }
@@ -508,7 +624,67 @@ impl Project {
         }
     }
 
+    /// Nyl's secrets provider configuration (`nyl-secrets.yaml` and its kin at the project
+    /// root): one that provides nothing (`null`) is read and ignored; any other provider is
+    /// `unsupported_nyl_feature`, since what templates would read from it is not there.
+    fn check_secrets_config(&mut self, diags: &mut Vec<Diagnostic>) {
+        for name in SECRETS_FILES {
+            let path = self.config_dir.join(name);
+            if fs::symlink_metadata(&path).is_err() {
+                continue;
+            }
+            let doc = if name.ends_with(".toml") {
+                let file = self.catalog.add_file(self.display_path(&path));
+                match fs::read_to_string(&path) {
+                    Ok(text) => toml_to_node(&text, file).map(Some),
+                    Err(e) => Err(read_error(&e, file)),
+                }
+            } else {
+                let (_, docs, problems) = self.read_yaml(&path);
+                if !problems.is_empty() {
+                    diags.extend(problems);
+                    continue;
+                }
+                Ok(docs.into_iter().next())
+            };
+            let doc = match doc {
+                Ok(doc) => doc,
+                Err(d) => {
+                    diags.push(d);
+                    continue;
+                }
+            };
+            let provider = doc
+                .as_ref()
+                .and_then(|d| d.field("type").or_else(|| d.field("provider")))
+                .filter(|p| !p.is_null() && !matches!(p.as_str(), Some("null" | "none")));
+            let Some(provider) = provider else {
+                debug!(file = name, "Nyl's null secrets provider: nothing to read");
+                continue;
+            };
+            let what = provider
+                .as_str()
+                .map_or_else(String::new, |p| format!(" `{p}`"));
+            diags.push(
+                Diagnostic::new(
+                    Code::UnsupportedNylFeature,
+                    format!(
+                        "{name} configures Nyl's secrets provider{what}, whose secrets Nyl's \
+                         templates read as `secrets`; nyl reads no secrets, so that rendered \
+                         manifests never hold them: keep secret values in the cluster (a Secret \
+                         managed by External Secrets or Sealed Secrets, named by the manifests), \
+                         then remove {name}"
+                    ),
+                )
+                .at(provider.prov.loc),
+            );
+        }
+    }
+
     fn load_target_doc(&mut self, doc: &Node, diags: &mut Vec<Diagnostic>) {
+        if doc.field("apiVersion").and_then(Node::as_str) == Some(objects::GITOPS_API) {
+            self.nyl_shaped = true;
+        }
         let kind = match objects::classify(doc, Place::Targets, &self.config.aliases) {
             Ok(kind) => kind,
             Err(d) => return diags.push(d),
@@ -571,7 +747,7 @@ impl Project {
             let search = &self.config.helm_chart_search_paths;
             search
                 .iter()
-                .map(|p| self.root.join(p).join(name))
+                .map(|p| self.config_dir.join(p).join(name))
                 .collect()
         };
         match candidates.iter().find(|d| d.join("Chart.yaml").is_file()) {
@@ -612,7 +788,7 @@ impl Project {
             .map_err(|why| Diagnostic::new(Code::InvalidName, why).at(loc))?;
         let search = &self.config.components_search_paths;
         for base in search {
-            let dir = self.root.join(base).join(resolved);
+            let dir = self.config_dir.join(base).join(resolved);
             if dir.join("Chart.yaml").is_file() {
                 return Ok(ChartSource::Local(ComponentDir {
                     name: resolved.to_string(),
@@ -796,12 +972,18 @@ pub fn is_yaml(path: &Path) -> bool {
 /// limits it tried to raise.
 fn load_config(
     root: &Path,
+    config_dir: &Path,
     catalog: &mut Catalog,
 ) -> Result<(Config, Vec<Diagnostic>), Vec<Diagnostic>> {
     let ceilings =
         objects::Limits::ceilings(&|name| std::env::var(name).ok().filter(|v| !v.is_empty()))?;
-    let file = catalog.add_file(CONFIG_FILE);
-    let path = root.join(CONFIG_FILE);
+    let path = config_dir.join(CONFIG_FILE);
+    let display = path
+        .strip_prefix(root)
+        .unwrap_or(&path)
+        .display()
+        .to_string();
+    let file = catalog.add_file(display);
     // A link is not followed (it could name any file of the machine), and the size is checked
     // before reading, against the operator's ceiling since the file's own limits are not read yet.
     let meta = fs::symlink_metadata(&path).map_err(|e| vec![read_error(&e, file)])?;

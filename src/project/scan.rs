@@ -23,7 +23,7 @@ impl Tree {
             .config
             .targets_search_paths
             .iter()
-            .map(|p| root.join(p))
+            .map(|p| project.config_dir.join(p))
             .collect();
         let mut tree = Tree {
             paths: Vec::new(),

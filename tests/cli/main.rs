@@ -20,6 +20,7 @@ mod fuzz_regressions;
 mod golden;
 mod helm_process;
 mod helm_values;
+mod nyl_nested;
 mod passthrough;
 mod remote;
 mod schemas;
@@ -278,13 +279,22 @@ cases! {
     limits_total_bytes,
     no_project,
     nyl_chart_not_found,
+    nyl_nested_config_argocd,
+    nyl_nested_config_outside_worktree,
     nyl_release_problems,
+    nyl_secrets_provider,
+    nyl_secrets_provider_null,
     nyl_shape_argocd_generate,
     nyl_shape_argocd_template_inputs,
     nyl_shape_render_production,
     nyl_shape_render_staging,
+    nyl_shape_target_not_found,
+    nyl_shape_explain_templated,
     nyl_shape_validate,
+    nyl_shape_values_explain_templated,
     nyl_template_expressions,
+    nyl_templating_errors,
+    nyl_templating_no_target,
     nyl_templating_off,
     nyl_unsupported_features,
     render_allow_empty,

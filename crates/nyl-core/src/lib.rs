@@ -5,7 +5,8 @@
 //! The modules follow the data:
 //! - [`data`]: the value tree with provenance, YAML, JSON Pointers, diagnostics (shared by all).
 //! - [`repository`]: the Argo CD plugin's parameters and environment.
-//! - [`project`]: the project's files, their shapes and typed objects, layouts and globs.
+//! - [`project`]: the project's files, their shapes and typed objects, layouts and globs, app
+//!   files rendered as templates.
 //! - [`values`]: targets, component contracts and imports, merging, coalescing, explain.
 //! - [`expansion`]: rendered documents, scanned, and the namespace rule.
 //! - [`outputs`]: what `nyl values` and `nyl explain` print.

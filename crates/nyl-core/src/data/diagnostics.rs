@@ -163,13 +163,32 @@ codes! {
     /// `*.nyl.niklasrosenstein.github.com/v1`); the message names what Nyl calls it now.
     RenamedApiVersion = "renamed_api_version", Error, Input;
     /// A feature of Nyl that nyl does not offer: a Git chart source (`git+`), a `RemoteManifest`,
-    /// a Kyverno policy Nyl applies at render time (its `apply-policy-scope` annotation). The
+    /// a Kyverno policy Nyl applies at render time (its `apply-policy-scope` annotation), a
+    /// secrets provider configured in `nyl-secrets.yaml` (other than Nyl's `null` one). The
     /// message names the feature and what to do instead; nothing is passed through.
     UnsupportedNylFeature = "unsupported_nyl_feature", Error, Input;
-    /// A string of an app file holds a template expression (`{{`, `{%`) as Nyl writes them. nyl
-    /// does not evaluate templates, and passing the text on would deliver the expression
-    /// literally; `templating = false` under `[project]` in nyl.toml passes it on as written.
+    /// A string of an app file holds template syntax (`{{`, `{%`) in a project that has not said
+    /// whether its app files are templates (`templating` unset in nyl.toml, and the project is
+    /// not in Nyl's shape). Passing the text on would deliver the expression literally:
+    /// `templating = true` under `[project]` renders app files as Nyl does, `templating = false`
+    /// passes such strings on as written (for charts that `tpl` their values).
     TemplateExpression = "template_expression", Error, Input;
+    /// A template of an app file uses what nyl cannot offer: `secrets` (Nyl's secrets
+    /// provider), `env` (the process environment), `lookup` (live cluster state) or `inputs`
+    /// (Nyl's release inputs). The message
+    /// names the expression and what to do instead; nothing of the file is rendered, never an
+    /// empty string in its place.
+    TemplateUnavailable = "template_unavailable", Error, Input;
+    /// A template of an app file prints, iterates or filters a value that is not there (a key
+    /// the target's values lack, or `values` in a render without `--target`). Guard optional
+    /// values with `is defined` or the `default` filter; a truth test (`{% if values.x %}`) is
+    /// allowed.
+    TemplateUndefined = "template_undefined", Error, Input;
+    /// A template of an app file cannot be rendered: a syntax error (Helm's `{{ .Values.x }}`
+    /// meant for a chart's `tpl` is one: wrap it in `{% raw %}...{% endraw %}`, or set
+    /// `templating = false`), an unknown filter, a failing filter, or a template that does too
+    /// much work.
+    TemplateError = "template_error", Error, Input;
     /// A document stands where its kind does not belong: a Cluster or DeploymentTarget in an app
     /// file (they are read from the targets search paths), or anything else in a targets search
     /// path.

@@ -141,6 +141,8 @@ impl fmt::Display for ResourceName {
 pub struct Catalog {
     files: Vec<String>,
     objects: Vec<ObjectRef>,
+    /// Lines of app files whose text a template changed: what they hold came from it.
+    templated: std::collections::HashSet<Loc>,
 }
 
 impl Catalog {
@@ -163,6 +165,19 @@ impl Catalog {
 
     pub fn object(&self, id: ObjectId) -> Option<&ObjectRef> {
         self.objects.get(id.0 as usize)
+    }
+
+    pub fn mark_templated(&mut self, loc: Loc) {
+        self.templated.insert(loc);
+    }
+
+    /// [`Catalog::loc`], noting `, templated` when a template wrote that line.
+    pub fn origin(&self, loc: Loc) -> String {
+        if self.templated.contains(&loc) {
+            format!("{}, templated", self.loc(loc))
+        } else {
+            self.loc(loc)
+        }
     }
 
     /// `path:line`, or just `path` when the line is unknown.

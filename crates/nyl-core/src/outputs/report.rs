@@ -12,7 +12,7 @@ use crate::values::release::InvocationValues;
 /// Where a leaf came from, in words: `spec apps/db.yaml:9`,
 /// `import backup from Cluster/prod-eu-1 targets/prod-eu-1.yaml:20`.
 pub fn describe(prov: Prov, imports: &[ImportReport], catalog: &Catalog) -> String {
-    let at = catalog.loc(prov.loc);
+    let at = catalog.origin(prov.loc);
     let object = |id| {
         catalog
             .object(id)
@@ -184,7 +184,7 @@ pub fn explain_text(
                     "  {}: {} ({})\n",
                     step.label,
                     step.rule.text(),
-                    catalog.loc(node.prov.loc)
+                    catalog.origin(node.prov.loc)
                 ));
             }
             Some(node) => out.push_str(&format!(
@@ -192,7 +192,7 @@ pub fn explain_text(
                 step.label,
                 step.rule.text(),
                 value(node),
-                catalog.loc(node.prov.loc)
+                catalog.origin(node.prov.loc)
             )),
             None => out.push_str(&format!("  {}: {}\n", step.label, step.rule.text())),
         }

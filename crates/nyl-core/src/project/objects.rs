@@ -246,8 +246,8 @@ fn policy_scope(doc: &Node) -> Option<&Node> {
 }
 
 /// `template_expression` for every string of an app file's document that holds a template
-/// expression as Nyl writes them (`{{ ... }}`, `{% ... %}`): nyl evaluates none, and would
-/// otherwise deliver the expression as text.
+/// expression as Nyl writes them (`{{ ... }}`, `{% ... %}`) while templating is
+/// [`Templating::Unset`]: passed on, the expression would be delivered as text.
 pub fn template_expressions(doc: &Node) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut stack = vec![doc];
@@ -257,10 +257,12 @@ pub fn template_expressions(doc: &Node) -> Vec<Diagnostic> {
                 Diagnostic::new(
                     Code::TemplateExpression,
                     format!(
-                        "{s:?} is a template expression as Nyl writes them; nyl does not evaluate \
-                         templates (no `values`, `env` or `secrets` here): take target values \
-                         through value imports (nyl-component.yaml), or set `templating = false` \
-                         under [project] in nyl.toml to pass the text on as written"
+                        "{s:?} is a template expression as Nyl writes them, and this project does \
+                         not say whether its app files are templates: set `templating = true` \
+                         under [project] in nyl.toml to render them as Nyl does (with `values`, \
+                         `cluster` and `target`), or `templating = false` to pass the text on as \
+                         written; target values also reach charts through value imports \
+                         (nyl-component.yaml)"
                     ),
                 )
                 .at(node.prov.loc)
@@ -468,6 +470,8 @@ pub struct Cluster {
     pub name: String,
     pub object: ObjectId,
     pub loc: Loc,
+    /// The document as templates see it (`cluster`): without `spec.live`, which nyl never shows.
+    pub document: Node,
     pub values: Node,
     pub kube_version: Option<String>,
     pub api_versions: Vec<String>,
@@ -480,6 +484,8 @@ pub struct DeploymentTarget {
     pub loc: Loc,
     pub cluster_ref: String,
     pub cluster_ref_loc: Loc,
+    /// The document as templates see it (`target`).
+    pub document: Node,
     pub values: Node,
     pub apps: Vec<(crate::project::glob::Glob, Loc)>,
 }
@@ -532,6 +538,7 @@ pub fn cluster(doc: &Node, object: ObjectId) -> Result<Cluster, Vec<Diagnostic>>
         name,
         object,
         loc: doc.prov.loc,
+        document: without_live(doc),
         values: values(
             spec.and_then(|s| s.field(names::VALUES)),
             doc.prov.loc,
@@ -543,6 +550,17 @@ pub fn cluster(doc: &Node, object: ObjectId) -> Result<Cluster, Vec<Diagnostic>>
             .map(str::to_string),
         api_versions: api_versions.into_iter().map(|(s, _)| s).collect(),
     })
+}
+
+/// A Cluster document without `spec.live` (how Nyl reaches the cluster: never shown).
+fn without_live(doc: &Node) -> Node {
+    let mut doc = doc.clone();
+    if let Value::Map(top) = &mut doc.value {
+        if let Some(Value::Map(spec)) = top.get_mut(names::SPEC).map(|s| &mut s.value) {
+            spec.shift_remove(names::LIVE);
+        }
+    }
+    doc
 }
 
 /// Decodes a DeploymentTarget; the caller has registered it as `object`.
@@ -584,6 +602,7 @@ pub fn deployment_target(
         name,
         object,
         loc: doc.prov.loc,
+        document: doc.clone(),
         values: values(
             spec.and_then(|s| s.field(names::VALUES)),
             doc.prov.loc,
@@ -783,6 +802,32 @@ fn checked_namespace(doc: &Node, display: &str, problems: &mut Vec<Diagnostic>) 
     Some(ns.to_string())
 }
 
+/// Whether app files are templates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Templating {
+    /// App files are MiniJinja templates, rendered before their YAML is read (as in Nyl).
+    On,
+    /// Template syntax is text, passed on as written (for charts that `tpl` their values).
+    Off,
+    /// Not said, in a project not in Nyl's shape: a string holding template syntax is refused
+    /// (`template_expression`), naming both settings, rather than guessed at.
+    Unset,
+}
+
+impl Templating {
+    /// `[project] templating` when written; unset, on for a project in Nyl's shape (its targets
+    /// in `k8s.gitops.nyl/v1`, or nyl.toml holding Nyl's own keys), so that a Nyl repository
+    /// renders unchanged, and [`Templating::Unset`] otherwise, so that a project that never
+    /// templated does not start to.
+    pub fn resolve(written: Option<bool>, nyl_shaped: bool) -> Templating {
+        match (written, nyl_shaped) {
+            (Some(true), _) | (None, true) => Templating::On,
+            (Some(false), _) => Templating::Off,
+            (None, false) => Templating::Unset,
+        }
+    }
+}
+
 /// The project settings of `nyl.toml`.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -790,8 +835,11 @@ pub struct Config {
     pub targets_search_paths: Vec<String>,
     /// Where a HelmChart's chart named without a repository is looked for.
     pub helm_chart_search_paths: Vec<String>,
-    /// Refuse template expressions in app files (`[project] templating`, default true).
-    pub templating: bool,
+    /// `[project] templating` as written; unset, the project's shape decides
+    /// ([`Templating::resolve`]).
+    pub templating: Option<bool>,
+    /// nyl.toml holds keys only Nyl writes (`[profile]`, `gitops_scaffold_path`).
+    pub nyl_keys: bool,
     /// `targets_search_paths` is written in `nyl.toml` (the default may be absent).
     pub targets_search_paths_set: bool,
     /// Invocation kind -> (component path or remote shortcut, where it was written).
@@ -898,7 +946,8 @@ impl Default for Config {
             components_search_paths: vec![DEFAULT_COMPONENTS.to_string()],
             targets_search_paths: DEFAULT_TARGETS.iter().map(ToString::to_string).collect(),
             helm_chart_search_paths: vec![DEFAULT_HELM_CHARTS.to_string()],
-            templating: true,
+            templating: None,
+            nyl_keys: false,
             targets_search_paths_set: false,
             aliases: IndexMap::new(),
             limits: Limits::default(),
@@ -997,8 +1046,9 @@ pub fn config(doc: &Node, ceilings: &Limits) -> Result<(Config, Vec<Diagnostic>)
         helm_chart_search_paths: paths(names::HELM_CHART_SEARCH_PATHS, &[DEFAULT_HELM_CHARTS]),
         templating: project
             .and_then(|p| p.field(names::TEMPLATING))
-            .and_then(Node::as_bool)
-            .unwrap_or(true),
+            .and_then(Node::as_bool),
+        nyl_keys: doc.field(names::PROFILE).is_some()
+            || project.is_some_and(|p| p.field(names::GITOPS_SCAFFOLD_PATH).is_some()),
         targets_search_paths_set: project
             .and_then(|p| p.field(names::TARGETS_SEARCH_PATHS))
             .is_some(),

@@ -198,8 +198,8 @@ pub const CONFIG: Shape = Shape::Object(&[
     field(
         names::PROFILE,
         &Shape::Any,
-        "Nyl's: profile values for its templates. Read and ignored: nyl does not template app \
-         files; the target's values reach charts through value imports.",
+        "Nyl's older profile values for its templates. Read and ignored: templates see the \
+         target's values as `values` (Nyl itself now refuses profiles for targets).",
     ),
     field(
         names::LAYOUTS,
@@ -312,13 +312,13 @@ const PROJECT: Field = field(
             names::COMPONENTS_SEARCH_PATHS,
             &STRINGS,
             r#"["components"]"#,
-            "Directories, relative to the project root, searched in order for component charts.",
+            "Directories, relative to nyl.toml's directory, searched in order for component charts.",
         ),
         defaulted(
             names::TARGETS_SEARCH_PATHS,
             &STRINGS,
             r#"["targets", "config"]"#,
-            "Directories, relative to the project root, whose YAML files (recursively) hold the \
+            "Directories, relative to nyl.toml's directory, whose YAML files (recursively) hold the \
              Clusters and DeploymentTargets (`config` is where a Nyl repository keeps them). Nyl's \
              other GitOps control resources (`k8s.gitops.nyl/v1`) there are read and passed over.",
         ),
@@ -333,17 +333,18 @@ const PROJECT: Field = field(
             names::HELM_CHART_SEARCH_PATHS,
             &STRINGS,
             r#"["."]"#,
-            "Directories, relative to the project root, searched in order for the chart of a \
+            "Directories, relative to nyl.toml's directory, searched in order for the chart of a \
              HelmChart that gives `spec.chart.name` alone (Nyl's form).",
         ),
-        defaulted(
+        field(
             names::TEMPLATING,
             &Shape::Bool,
-            "true",
-            "Nyl templates app files; nyl does not evaluate templates. `true` (Nyl's default) \
-             refuses a string holding `{{` or `{%` (`template_expression`) rather than deliver \
-             the expression as written; `false` passes such strings on to Helm and the output \
-             unchanged (for charts that `tpl` their values).",
+            "Whether app files are MiniJinja templates, as in Nyl. `true` renders them with the \
+             target's `values`, `cluster` and `target` before their YAML is read; `false` passes \
+             template syntax on as written (for charts that `tpl` their values). Unset, it is \
+             `true` for a project in Nyl's shape (targets in `k8s.gitops.nyl/v1`, or Nyl's own \
+             keys in nyl.toml), and otherwise a string holding `{{` or `{%` is refused \
+             (`template_expression`).",
         ),
         field(
             names::GITOPS_SCAFFOLD_PATH,
@@ -627,7 +628,8 @@ pub const FILE_KINDS: &[FileKind] = &[
     FileKind {
         name: "config",
         title: "nyl.toml",
-        location: "`nyl.toml` at the project root (TOML).",
+        location: "`nyl.toml` at the project root, or `nyl/nyl.toml` at the root of a Git \
+                   worktree (TOML).",
         api_versions: &[],
         kind: None,
         shape: &CONFIG,

@@ -501,6 +501,8 @@ mod tests {
             name: "t".into(),
             display: "Cluster/t".into(),
             cluster: "t".into(),
+            cluster_document: values.clone(),
+            target_document: None,
             values,
             kube_version: None,
             api_versions: vec![],

@@ -10,6 +10,7 @@ use crate::data::diagnostics::{Code, Diagnostic};
 use crate::data::provenance::ObjectName;
 use crate::data::value::Node;
 use crate::project::objects::{Cluster, DeploymentTarget};
+use crate::project::template;
 use crate::values::merge::merge;
 
 /// The target of a run.
@@ -20,10 +21,26 @@ pub struct Target {
     /// `DeploymentTarget/NAME` or `Cluster/NAME`.
     pub display: String,
     pub cluster: String,
+    /// The Cluster and DeploymentTarget documents, as templates see them (`cluster`, `target`);
+    /// no DeploymentTarget when the target is a Cluster alone.
+    pub cluster_document: Node,
+    pub target_document: Option<Node>,
     /// Cluster values merged with the DeploymentTarget's values.
     pub values: Node,
     pub kube_version: Option<String>,
     pub api_versions: Vec<String>,
+}
+
+impl Target {
+    /// What app file templates see when rendering for this target.
+    pub fn template_context(&self) -> template::Context {
+        template::Context {
+            values: Some(self.values.clone()),
+            cluster: Some(self.cluster_document.clone()),
+            target: self.target_document.clone(),
+            target_name: Some(self.name.clone()),
+        }
+    }
 }
 
 pub fn select(
@@ -38,6 +55,8 @@ pub fn select(
                 name: name.to_string(),
                 display: ObjectName::new("Cluster", name).to_string(),
                 cluster: c.name.clone(),
+                cluster_document: c.document.clone(),
+                target_document: None,
                 values: c.values.clone(),
                 kube_version: c.kube_version.clone(),
                 api_versions: c.api_versions.clone(),
@@ -68,6 +87,8 @@ pub fn select(
         name: name.to_string(),
         display: ObjectName::new("DeploymentTarget", name).to_string(),
         cluster: cluster.name.clone(),
+        cluster_document: cluster.document.clone(),
+        target_document: Some(target.document.clone()),
         values: merge(cluster.values.clone(), target.values.clone()),
         kube_version: cluster.kube_version.clone(),
         api_versions: cluster.api_versions.clone(),
