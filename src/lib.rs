@@ -8,8 +8,9 @@
 //! - [`project`]: repository -> project: finding the project root and loading its files, within
 //!   the limits.
 //! - [`apps`]: apps and invocations: layout apps on disk, and the [`apps::pipeline`] that reads an
-//!   app's files into releases (with their values) and manifests, each session on a copy of the
-//!   project the run loaded once.
+//!   app's files into releases (with their values) and manifests, each session on a shallow copy
+//!   of the project the run loaded once: one catalog, clusters and targets shared by all, each
+//!   session adding its own files and objects over the catalog.
 //! - [`helm`]: the real `helm`, its render cache, and `values.schema.json` checked before it runs.
 //! - [`expansion`]: rendering, level by level and in parallel, fail closed; a run's app renders
 //!   share one [`expansion::render::Run`] (project, helm, render cache, values schemas).

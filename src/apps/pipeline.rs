@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::project::{self, ComponentDir, Project, Refused};
 use nyl_core::data::diagnostics::{Code, Diagnostic};
@@ -88,10 +88,12 @@ pub struct Session {
 
 /// The project of a run, loaded once (`nyl.toml` and every targets file) with the problems of
 /// loading it. Every session of the run (each app render of `validate`, `render-tree`, `diff`)
-/// starts from a copy of it, so no file of it is read twice.
+/// starts from a copy of it, so no file of it is read twice; the copies share its catalog (each
+/// adds only its own files and objects over it, see [`Catalog::over`]).
 pub struct Loaded {
     pub root: PathBuf,
     /// Behind a lock only so that parallel renders can share it: its read budget is a `Cell`.
+    /// Each session's copy starts from the budget spent loading it.
     project: Mutex<Project>,
     /// The problems of loading it.
     pub diagnostics: Vec<Diagnostic>,
@@ -100,8 +102,10 @@ pub struct Loaded {
 impl Loaded {
     /// Loads the project at `root`. `Err` carries the catalog and problems when there is no
     /// usable project.
-    pub fn load(root: PathBuf) -> Result<Loaded, (Catalog, Vec<Diagnostic>)> {
-        let (project, diagnostics) = Project::load(root)?;
+    pub fn load(root: PathBuf) -> Result<Loaded, project::NotLoaded> {
+        let (mut project, diagnostics) = Project::load(root)?;
+        let catalog = std::mem::take(&mut project.catalog);
+        project.catalog = Catalog::over(Arc::new(catalog));
         Ok(Loaded {
             root: project.root.clone(),
             project: Mutex::new(project),
@@ -125,12 +129,10 @@ impl Loaded {
 
     /// The project of the request: at its fixed root (the Argo CD app directory's), else found
     /// from its first path (the working directory's for a layout app id).
-    pub fn of_request(req: &Request) -> Result<Loaded, (Catalog, Vec<Diagnostic>)> {
+    pub fn of_request(req: &Request) -> Result<Loaded, project::NotLoaded> {
         let root = match &req.root {
             Some(root) => root.clone(),
-            None => {
-                project::find_root(&first_path(req)).map_err(|d| (Catalog::default(), vec![d]))?
-            }
+            None => project::find_root(&first_path(req)).map_err(|d| (Arc::default(), vec![d]))?,
         };
         Loaded::load(root)
     }
@@ -353,7 +355,7 @@ impl Session {
     }
 
     /// Loads the request's project and starts its one session (`values`, `explain`).
-    pub fn start_alone(req: &Request) -> Result<(Session, Vec<Entry>), (Catalog, Vec<Diagnostic>)> {
+    pub fn start_alone(req: &Request) -> Result<(Session, Vec<Entry>), project::NotLoaded> {
         Ok(Session::start(&Loaded::of_request(req)?, req))
     }
 

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Subcommand;
 
@@ -86,7 +87,7 @@ pub(super) fn plugin_root(source_path: Option<&str>) -> Result<PathBuf, Diagnost
 
 pub(super) fn argocd_parameters() -> ExitCode {
     let targets = match plugin_root(env_var("ARGOCD_APP_SOURCE_PATH").as_deref())
-        .map_err(|d| (Catalog::default(), vec![d]))
+        .map_err(|d| (Arc::default(), vec![d]))
         .and_then(Project::load)
     {
         Ok((project, _)) => project.target_names(),

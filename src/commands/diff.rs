@@ -66,7 +66,7 @@ pub(super) fn diff(args: DiffArgs) -> ExitCode {
     let diffs = match diffs {
         Ok(diffs) => diffs,
         Err(problems) => {
-            let status = print_diagnostics(problems.iter().map(|(d, c)| (d, c)));
+            let status = print_diagnostics(problems.iter().map(|(d, c)| (d, &**c)));
             // With --exit-code, 1 means "differs": a comparison that could not be made is 2.
             return ExitCode::from(if args.exit_code { 2 } else { status.max(1) });
         }

@@ -1,6 +1,7 @@
 //! `nyl render`: manifests from the real `helm template`, as multi-document YAML or JSON.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use crate::expansion::render;
 use nyl_core::data::provenance::Catalog;
@@ -92,7 +93,7 @@ fn print_target_render(
     format: Format,
 ) -> ExitCode {
     let target = &outcome.target;
-    let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, c)));
+    let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, &**c)));
     if outcome.failed() {
         return ExitCode::from(status);
     }
@@ -117,10 +118,10 @@ fn print_target_render(
                     .iter()
                     .flat_map(|(_, o)| {
                         let problems = render::trees(o).err().unwrap_or_default();
-                        problems.into_iter().map(|d| (d, o.catalog.clone()))
+                        problems.into_iter().map(|d| (d, Arc::clone(&o.catalog)))
                     })
                     .collect();
-                ExitCode::from(print_diagnostics(problems.iter().map(|(d, c)| (d, c))))
+                ExitCode::from(print_diagnostics(problems.iter().map(|(d, c)| (d, &**c))))
             }
         },
     }

@@ -66,7 +66,7 @@ pub(super) fn render_tree(args: RenderTreeArgs, target_flag: bool) -> ExitCode {
     };
     let outcome = tree::run(&request);
     request.engine.progress.finish();
-    let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, c)));
+    let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, &**c)));
     if status != 0 {
         return ExitCode::from(status);
     }

@@ -10,6 +10,7 @@ use nyl_core::expansion::Entry;
 use nyl_core::outputs::report;
 use nyl_core::project::objects::ChartSource;
 use nyl_core::values::release::InvocationValues;
+use std::sync::Arc;
 
 use super::{
     json_text, print_diagnostics, report_diagnostics, whole_target, write_stdout, Format, InputArgs,
@@ -68,7 +69,7 @@ fn print_target_values(
     explain: bool,
 ) -> ExitCode {
     let target = &outcome.target;
-    let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, c)));
+    let status = print_diagnostics(outcome.diagnostics.iter().map(|(d, c)| (d, &**c)));
     if outcome.failed() {
         return ExitCode::from(status);
     }
@@ -102,7 +103,7 @@ fn print_target_values(
 /// diagnostics point into. Fail closed: callers print `items` only without errors.
 #[derive(Default)]
 pub(super) struct Outcome {
-    pub(super) catalog: Catalog,
+    pub(super) catalog: Arc<Catalog>,
     pub(super) items: Vec<InvocationValues>,
     /// Per item, its values over the chart defaults (when asked for and the chart is local).
     pub(super) effective: Vec<Option<Node>>,
@@ -160,7 +161,7 @@ pub(super) fn evaluate_in(loaded: &Loaded, req: &Request, with_defaults: bool) -
     }
     Outcome {
         diagnostics: session.take_diagnostics(),
-        catalog: session.project.catalog,
+        catalog: Arc::new(session.project.catalog),
         items,
         effective,
     }

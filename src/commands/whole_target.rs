@@ -13,13 +13,14 @@ use crate::project::scan;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::Catalog;
 use nyl_core::project::objects;
+use std::sync::Arc;
 
 /// Per app, in order, what the command made of it; and every problem of the run, each with the
 /// catalog it points into, each once. Callers print the apps only without errors.
 pub(super) struct Outcome<T> {
     pub(super) target: String,
     pub(super) apps: Vec<(String, T)>,
-    pub(super) diagnostics: Vec<(Diagnostic, Catalog)>,
+    pub(super) diagnostics: Vec<(Diagnostic, Arc<Catalog>)>,
 }
 
 impl<T> Outcome<T> {
@@ -44,7 +45,7 @@ fn plan(
     inputs: &pipeline::Request,
     target: &str,
     allow_empty: bool,
-) -> (Plan, Vec<(Diagnostic, Catalog)>) {
+) -> (Plan, Vec<(Diagnostic, Arc<Catalog>)>) {
     let narrowing = !inputs.paths.is_empty();
     if narrowing && !inputs.paths.iter().all(|p| p.is_dir()) {
         return (Plan::Paths, Vec::new());
@@ -69,7 +70,10 @@ fn plan(
         Ok(loaded) => Box::new(render::Run::new(loaded)),
         Err(_) if narrowing => return (Plan::Paths, Vec::new()),
         Err((catalog, diags)) => {
-            let diags = diags.into_iter().map(|d| (d, catalog.clone())).collect();
+            let diags = diags
+                .into_iter()
+                .map(|d| (d, Arc::clone(&catalog)))
+                .collect();
             return (Plan::Apps(None), diags);
         }
     };
@@ -99,8 +103,8 @@ fn plan(
             ));
         }
     }
-    let catalog = &session.project.catalog;
-    let own = own.into_iter().map(|d| (d, catalog.clone())).collect();
+    let catalog = Arc::new(session.project.catalog);
+    let own = own.into_iter().map(|d| (d, Arc::clone(&catalog))).collect();
     (Plan::Apps(apps.map(|apps| (run, apps))), own)
 }
 
@@ -164,7 +168,7 @@ pub(super) fn render(req: &render::Request, target: &str) -> Option<Outcome<rend
                     Code::IoError,
                     format!("internal error: the render of {app} failed"),
                 );
-                diagnostics.push((d, Catalog::default()));
+                diagnostics.push((d, Arc::default()));
                 continue;
             };
             add(
@@ -178,7 +182,7 @@ pub(super) fn render(req: &render::Request, target: &str) -> Option<Outcome<rend
         diagnostics.extend(
             duplicates_across(&apps)
                 .into_iter()
-                .map(|d| (d, Catalog::default())),
+                .map(|d| (d, Arc::default())),
         );
     }
     Some(finish(target, apps, diagnostics))
@@ -245,7 +249,7 @@ pub(super) fn values(
                 Code::NoInvocations,
                 format!("the apps of target {target:?} hold no component invocations"),
             );
-            diagnostics.push((d, Catalog::default()));
+            diagnostics.push((d, Arc::default()));
         }
     }
     Some(finish(target, apps, diagnostics))
@@ -254,23 +258,23 @@ pub(super) fn values(
 /// Moves an app's problems into the run's, in a stable order, naming the app where the problem
 /// has no place of its own.
 fn add(
-    into: &mut Vec<(Diagnostic, Catalog)>,
+    into: &mut Vec<(Diagnostic, Arc<Catalog>)>,
     app: &str,
     diagnostics: &mut Vec<Diagnostic>,
-    catalog: &Catalog,
+    catalog: &Arc<Catalog>,
 ) {
     nyl_core::data::diagnostics::sort(diagnostics, catalog);
     into.extend(
         std::mem::take(diagnostics)
             .into_iter()
-            .map(|d| (tree::named(d, app), catalog.clone())),
+            .map(|d| (tree::named(d, app), Arc::clone(catalog))),
     );
 }
 
 fn finish<T>(
     target: &str,
     apps: Vec<(String, T)>,
-    mut diagnostics: Vec<(Diagnostic, Catalog)>,
+    mut diagnostics: Vec<(Diagnostic, Arc<Catalog>)>,
 ) -> Outcome<T> {
     tree::once_each(&mut diagnostics);
     Outcome {

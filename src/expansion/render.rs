@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::apps::pipeline::{self, Loaded, Session};
@@ -72,7 +72,8 @@ impl Gate {
 /// The rendered manifests in input order, or the problems that stopped the render.
 #[derive(Default)]
 pub struct Outcome {
-    pub catalog: Catalog,
+    /// Shared by every diagnostic that leaves the render with it.
+    pub catalog: Arc<Catalog>,
     pub manifests: Vec<Manifest>,
     pub diagnostics: Vec<Diagnostic>,
     /// The project's limits for reading YAML, for outputs that read the manifests' trees.
@@ -104,7 +105,7 @@ impl Run {
 
     /// The project of the request, loaded, as a run of its own; `Err` with the catalog and
     /// problems when there is no usable project.
-    pub fn of_request(req: &Request) -> Result<Run, (Catalog, Vec<Diagnostic>)> {
+    pub fn of_request(req: &Request) -> Result<Run, crate::project::NotLoaded> {
         Loaded::of_request(&req.inputs).map(Run::new)
     }
 
@@ -218,7 +219,7 @@ pub fn render_in(run: &Run, req: &Request) -> Outcome {
     }
     Outcome {
         limits: session.project.budget().clone(),
-        catalog: session.project.catalog,
+        catalog: Arc::new(session.project.catalog),
         manifests: if failed { Vec::new() } else { manifests },
         diagnostics,
     }

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
@@ -42,11 +43,11 @@ pub struct AppDiff {
     pub changes: Vec<Change>,
 }
 
-type Problems = Vec<(Diagnostic, Catalog)>;
+type Problems = Vec<(Diagnostic, Arc<Catalog>)>;
 
 pub fn run(req: &Request, start: &Path) -> Result<Vec<AppDiff>, Problems> {
-    let fail = |m: String| vec![(Diagnostic::new(Code::IoError, m), Catalog::default())];
-    let root = crate::project::find_root(start).map_err(|d| vec![(d, Catalog::default())])?;
+    let fail = |m: String| vec![(Diagnostic::new(Code::IoError, m), Arc::default())];
+    let root = crate::project::find_root(start).map_err(|d| vec![(d, Arc::default())])?;
     let top = git(&root, &["rev-parse", "--show-toplevel"]).map_err(fail)?;
     let top = PathBuf::from(top.trim());
     let rel = std::fs::canonicalize(&root).unwrap_or(root.clone());
@@ -77,7 +78,7 @@ pub fn run(req: &Request, start: &Path) -> Result<Vec<AppDiff>, Problems> {
     {
         return Err(problems);
     }
-    let missing: Vec<(Diagnostic, Catalog)> = req
+    let missing: Vec<(Diagnostic, Arc<Catalog>)> = req
         .apps
         .iter()
         .filter(|app| !base_side.present.contains(*app) && !head_side.present.contains(*app))
@@ -86,7 +87,7 @@ pub fn run(req: &Request, start: &Path) -> Result<Vec<AppDiff>, Problems> {
                 Code::PathNotFound,
                 format!("{app}: no such app in either revision"),
             );
-            (d, Catalog::default())
+            (d, Arc::default())
         })
         .collect();
     if !missing.is_empty() {
@@ -130,7 +131,11 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
         inputs: inputs.clone(),
         ..req.engine.clone()
     })
-    .map_err(|(c, d)| d.into_iter().map(|d| (d, c.clone())).collect::<Vec<_>>())?;
+    .map_err(|(c, d)| {
+        d.into_iter()
+            .map(|d| (d, Arc::clone(&c)))
+            .collect::<Vec<_>>()
+    })?;
     let (session, _) = Session::start(&run.loaded, &inputs);
     let rendered = render_side(req, &run, &session, &inputs);
     run.finish();
@@ -148,8 +153,9 @@ fn render_side(
     let mut out = Side::default();
     if let Some(target) = &req.target {
         if let Err(problems) = session.select(target) {
-            let catalog = session.project.catalog.clone();
-            out.target_problem = Some(problems.into_iter().map(|d| (d, catalog.clone())).collect());
+            let catalog = Arc::new(session.project.catalog.clone());
+            let problems = problems.into_iter().map(|d| (d, Arc::clone(&catalog)));
+            out.target_problem = Some(problems.collect());
             // The target does not exist on this side: it deploys nothing here.
             return Ok(out);
         }
@@ -199,13 +205,13 @@ fn render_side(
             return Err(rendered
                 .diagnostics
                 .into_iter()
-                .map(|d| (d, catalog.clone()))
+                .map(|d| (d, Arc::clone(&catalog)))
                 .collect());
         }
         let trees = render::trees(&rendered).map_err(|problems| {
             problems
                 .into_iter()
-                .map(|d| (d, rendered.catalog.clone()))
+                .map(|d| (d, Arc::clone(&rendered.catalog)))
                 .collect::<Vec<_>>()
         })?;
         let resources = trees

@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
@@ -55,7 +56,8 @@ pub struct Outcome {
     pub removed: Vec<String>,
     /// With `--check`: the files that differ from what would be written.
     pub differ: Vec<String>,
-    pub diagnostics: Vec<(Diagnostic, Catalog)>,
+    /// Each with the catalog it points into, shared by the diagnostics of one app's render.
+    pub diagnostics: Vec<(Diagnostic, Arc<Catalog>)>,
 }
 
 const INDEX: &str = ".nyl/index.json";
@@ -68,7 +70,7 @@ pub fn run(req: &Request) -> Outcome {
         Err((catalog, diags)) => {
             outcome
                 .diagnostics
-                .extend(diags.into_iter().map(|d| (d, catalog.clone())));
+                .extend(diags.into_iter().map(|d| (d, Arc::clone(&catalog))));
             return outcome;
         }
     };
@@ -164,7 +166,7 @@ pub fn run(req: &Request) -> Outcome {
                     rendered
                         .diagnostics
                         .into_iter()
-                        .map(|d| (named(d, app), catalog.clone())),
+                        .map(|d| (named(d, app), Arc::clone(&catalog))),
                 );
                 continue;
             }
@@ -172,10 +174,10 @@ pub fn run(req: &Request) -> Outcome {
             match app_files(&dir, app, target, &rendered, req.flux_escape) {
                 Ok(app_files) => files.extend(app_files),
                 Err(problems) => {
-                    let catalog = &rendered.catalog;
+                    let catalog = rendered.catalog;
                     outcome
                         .diagnostics
-                        .extend(problems.into_iter().map(|d| (d, catalog.clone())));
+                        .extend(problems.into_iter().map(|d| (d, Arc::clone(&catalog))));
                     continue;
                 }
             }
@@ -194,10 +196,10 @@ pub fn run(req: &Request) -> Outcome {
             target: target.clone(),
         });
     }
-    let catalog = &session.project.catalog;
+    let catalog = Arc::new(session.project.catalog);
     outcome
         .diagnostics
-        .extend(own.into_iter().map(|d| (d, catalog.clone())));
+        .extend(own.into_iter().map(|d| (d, Arc::clone(&catalog))));
     once_each(&mut outcome.diagnostics);
     run.finish();
     // Fail closed: a tree with an app missing would make the GitOps engine prune it.
@@ -229,7 +231,7 @@ pub(crate) fn named(d: Diagnostic, app: &str) -> Diagnostic {
 }
 
 /// Each problem once: every app's render reports the project's warnings again.
-pub(crate) fn once_each(diagnostics: &mut Vec<(Diagnostic, Catalog)>) {
+pub(crate) fn once_each(diagnostics: &mut Vec<(Diagnostic, Arc<Catalog>)>) {
     let mut seen = std::collections::HashSet::new();
     diagnostics.retain(|(d, catalog)| seen.insert(d.render(catalog)));
 }
@@ -521,7 +523,7 @@ fn refuse_links<'a>(
                 link.display()
             ),
         );
-        outcome.diagnostics.push((d, Catalog::default()));
+        outcome.diagnostics.push((d, Arc::default()));
     }
     !links.is_empty()
 }
@@ -589,7 +591,7 @@ fn sync(out: &Path, mut files: Vec<File>, check: bool, outcome: &mut Outcome) {
                     Code::IoError,
                     format!("cannot write {}: {e}", path.display()),
                 ),
-                Catalog::default(),
+                Arc::default(),
             )),
         }
     }

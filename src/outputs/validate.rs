@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::apps::pipeline::{self, Loaded, Session};
 use crate::expansion::render;
@@ -177,7 +178,7 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
     } else {
         let mut covered: BTreeSet<String> = BTreeSet::new();
         report.targets = project.targets.len();
-        for target in &project.targets {
+        for target in project.targets.iter() {
             let name = Some(target.name.as_str());
             if let Err(d) = targets::select(&target.name, &project.clusters, &project.targets) {
                 steps.push(Step::Own(vec![d.resolve(&project.catalog, name)]));
@@ -260,7 +261,7 @@ enum Step {
 /// What checking one app found.
 struct Checked {
     diagnostics: Vec<Diagnostic>,
-    catalog: Catalog,
+    catalog: Arc<Catalog>,
     imports: ImportUse,
 }
 
@@ -299,7 +300,10 @@ fn check_app(
         let mut problems = Vec::new();
         pipeline::check_releases(releases, &mut problems);
         session.diagnostics.extend(problems);
-        (session.take_diagnostics(), session.project.catalog)
+        (
+            session.take_diagnostics(),
+            Arc::new(session.project.catalog),
+        )
     };
     req.engine.progress.app_done();
     Checked {

@@ -8,6 +8,7 @@ pub mod schema_files;
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tracing::debug;
 
@@ -91,8 +92,13 @@ impl From<Diagnostic> for Refused {
     }
 }
 
+/// Why there is no usable project: the problems, and the catalog of the files they point into.
+pub type NotLoaded = (Arc<Catalog>, Vec<Diagnostic>);
+
 /// A loaded project: its settings, targets, and the catalog of files and objects read so far.
-/// A run loads it once; each app render works on its own copy (see `apps::pipeline::Loaded`).
+/// A run loads it once; each app render works on its own copy (see `apps::pipeline::Loaded`),
+/// which shares the loaded catalog, clusters and targets and holds only what the render adds:
+/// its files and objects, its caches of contracts and chart values, its read budget.
 #[derive(Clone)]
 pub struct Project {
     pub root: PathBuf,
@@ -101,8 +107,9 @@ pub struct Project {
     pub config_dir: PathBuf,
     pub config: Config,
     pub catalog: Catalog,
-    pub clusters: Vec<Cluster>,
-    pub targets: Vec<DeploymentTarget>,
+    /// Shared by every copy of the project: only loading it adds to them.
+    pub clusters: Arc<Vec<Cluster>>,
+    pub targets: Arc<Vec<DeploymentTarget>>,
     /// Whether app files are templates: nyl.toml's `templating`, or the project's shape.
     pub templating: Templating,
     /// A targets file holds a document in Nyl's group `k8s.gitops.nyl/v1`.
@@ -173,7 +180,7 @@ pub fn find_root_within(start: &Path, boundary: Option<&Path>) -> Result<PathBuf
 impl Project {
     /// Loads `nyl.toml` and every target file. Problems are returned beside the project, which is
     /// usable (with defaults and the objects that did load) so that a run can report everything.
-    pub fn load(root: PathBuf) -> Result<(Project, Vec<Diagnostic>), (Catalog, Vec<Diagnostic>)> {
+    pub fn load(root: PathBuf) -> Result<(Project, Vec<Diagnostic>), NotLoaded> {
         let mut catalog = Catalog::default();
         // Everything else depends on nyl.toml (search paths, aliases): a broken one stops the run
         // rather than producing errors that are only its consequences.
@@ -184,7 +191,7 @@ impl Project {
         };
         let (config, warnings) = match load_config(&root, &config_dir, &mut catalog) {
             Ok(loaded) => loaded,
-            Err(problems) => return Err((catalog, problems)),
+            Err(problems) => return Err((Arc::new(catalog), problems)),
         };
         let budget = Limits::new(
             usize::try_from(config.limits.max_nodes).unwrap_or(usize::MAX),
@@ -195,8 +202,8 @@ impl Project {
             config_dir,
             config,
             catalog,
-            clusters: Vec::new(),
-            targets: Vec::new(),
+            clusters: Arc::default(),
+            targets: Arc::default(),
             templating: Templating::Unset,
             nyl_shaped: false,
             contracts: HashMap::new(),
@@ -706,8 +713,11 @@ impl Project {
             loc: doc.prov.loc,
         });
         let result = match kind {
-            DocKind::Cluster => objects::cluster(doc, object).map(|c| self.clusters.push(c)),
-            _ => objects::deployment_target(doc, object).map(|t| self.targets.push(t)),
+            DocKind::Cluster => {
+                objects::cluster(doc, object).map(|c| Arc::make_mut(&mut self.clusters).push(c))
+            }
+            _ => objects::deployment_target(doc, object)
+                .map(|t| Arc::make_mut(&mut self.targets).push(t)),
         };
         if let Err(problems) = result {
             diags.extend(problems);

@@ -5,7 +5,9 @@
 //! per-line positions). The merge keeps these tags on every node, so provenance is a property of the
 //! merged tree and not something reconstructed afterwards.
 
+use std::collections::HashSet;
 use std::fmt;
+use std::sync::Arc;
 
 /// Index of a source file in a [`Catalog`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -136,44 +138,83 @@ impl fmt::Display for ResourceName {
     }
 }
 
-/// The side table that [`FileId`] and [`ObjectId`] index into.
+/// The side table that [`FileId`] and [`ObjectId`] index into. A catalog may sit over a shared
+/// base (the project as a run loaded it, see [`Catalog::over`]): ids below the base's lengths
+/// index the base, the rest this catalog's own entries, so every app session of a run shares
+/// one base and cloning a catalog copies only what its session added.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
+    base: Option<Arc<Catalog>>,
     files: Vec<String>,
     objects: Vec<ObjectRef>,
     /// Lines of app files whose text a template changed: what they hold came from it.
-    templated: std::collections::HashSet<Loc>,
+    templated: HashSet<Loc>,
 }
 
 impl Catalog {
+    /// An empty catalog over `base`, which it extends without copying.
+    pub fn over(base: Arc<Catalog>) -> Catalog {
+        Catalog {
+            base: Some(base),
+            ..Catalog::default()
+        }
+    }
+
+    /// How many files and objects the base holds: the first id of this catalog's own.
+    fn base_len(&self) -> (usize, usize) {
+        self.base
+            .as_ref()
+            .map_or((0, 0), |b| (b.files_len(), b.objects_len()))
+    }
+
+    fn files_len(&self) -> usize {
+        self.base_len().0 + self.files.len()
+    }
+
+    fn objects_len(&self) -> usize {
+        self.base_len().1 + self.objects.len()
+    }
+
     /// Registers a file under the path diagnostics show for it (relative to the project root).
     pub fn add_file(&mut self, display_path: impl Into<String>) -> FileId {
         self.files.push(display_path.into());
-        FileId(self.files.len() as u32 - 1)
+        FileId(self.files_len() as u32 - 1)
     }
 
     pub fn add_object(&mut self, object: ObjectRef) -> ObjectId {
         self.objects.push(object);
-        ObjectId(self.objects.len() as u32 - 1)
+        ObjectId(self.objects_len() as u32 - 1)
     }
 
     pub fn file(&self, id: FileId) -> &str {
-        self.files
-            .get(id.0 as usize)
-            .map_or("<unknown>", String::as_str)
+        let index = id.0 as usize;
+        match (&self.base, index.checked_sub(self.base_len().0)) {
+            (Some(base), None) => base.file(id),
+            (_, own) => own
+                .and_then(|i| self.files.get(i))
+                .map_or("<unknown>", String::as_str),
+        }
     }
 
     pub fn object(&self, id: ObjectId) -> Option<&ObjectRef> {
-        self.objects.get(id.0 as usize)
+        let index = id.0 as usize;
+        match (&self.base, index.checked_sub(self.base_len().1)) {
+            (Some(base), None) => base.object(id),
+            (_, own) => own.and_then(|i| self.objects.get(i)),
+        }
     }
 
     pub fn mark_templated(&mut self, loc: Loc) {
         self.templated.insert(loc);
     }
 
+    fn is_templated(&self, loc: Loc) -> bool {
+        self.templated.contains(&loc) || self.base.as_ref().is_some_and(|b| b.is_templated(loc))
+    }
+
     /// [`Catalog::loc`], noting `, templated` when a template wrote that line.
     pub fn origin(&self, loc: Loc) -> String {
-        if self.templated.contains(&loc) {
+        if self.is_templated(loc) {
             format!("{}, templated", self.loc(loc))
         } else {
             self.loc(loc)
@@ -187,5 +228,36 @@ impl Catalog {
         } else {
             format!("{}:{}", self.file(loc.file), loc.line)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_catalog_over_a_base_numbers_its_own_entries_after_the_base() {
+        let mut base = Catalog::default();
+        let shared = base.add_file("nyl.toml");
+        base.mark_templated(Loc::new(shared, 3));
+        let base = Arc::new(base);
+        let mut overlay = Catalog::over(Arc::clone(&base));
+        let own = overlay.add_file("apps/web.yaml");
+        let object = overlay.add_object(ObjectRef {
+            kind: "Cluster".into(),
+            name: "prod".into(),
+            loc: Loc::new(own, 1),
+        });
+        assert_eq!((shared, own, object), (FileId(0), FileId(1), ObjectId(0)));
+        assert_eq!(overlay.file(shared), "nyl.toml");
+        assert_eq!(overlay.origin(Loc::new(own, 2)), "apps/web.yaml:2");
+        assert_eq!(overlay.origin(Loc::new(shared, 3)), "nyl.toml:3, templated");
+        assert_eq!(overlay.file(FileId(2)), "<unknown>");
+        // The base is untouched: the overlay's entries are its own.
+        assert_eq!(base.file(own), "<unknown>");
+        assert_eq!(
+            overlay.object(object).map(|o| o.name.as_str()),
+            Some("prod")
+        );
     }
 }
