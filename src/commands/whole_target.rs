@@ -12,7 +12,6 @@ use crate::project;
 use crate::project::scan;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::Catalog;
-use nyl_core::project::objects;
 use std::sync::Arc;
 
 /// Per app, in order, what the command made of it; and every problem of the run, each with the
@@ -179,34 +178,10 @@ pub(super) fn render(req: &render::Request, target: &str) -> Option<Outcome<rend
             );
             apps.push((app, outcome));
         }
-        diagnostics.extend(
-            duplicates_across(&apps)
-                .into_iter()
-                .map(|d| (d, Arc::default())),
-        );
+        let across = tree::duplicates_across(apps.iter().map(|(app, o)| (app.as_str(), o)));
+        diagnostics.extend(across.into_iter().map(|d| (d, Arc::default())));
     }
     Some(finish(target, apps, diagnostics))
-}
-
-/// `duplicate_object` for an object that two apps of the target render: in one stream (and on
-/// the cluster) one would be applied over the other. Each app's own repeats it reports itself.
-fn duplicates_across(apps: &[(String, render::Outcome)]) -> Vec<Diagnostic> {
-    let mut seen = std::collections::HashMap::new();
-    let mut out = Vec::new();
-    for (app, outcome) in apps {
-        let keys: std::collections::BTreeSet<_> = outcome
-            .manifests
-            .iter()
-            .filter_map(|m| objects::object_key(&m.head))
-            .collect();
-        for key in keys {
-            if let Some(first) = seen.insert(key.clone(), app) {
-                let how = format!("is rendered by apps {first} and {app}");
-                out.push(objects::duplicate_object(&key, &how));
-            }
-        }
-    }
-    out
 }
 
 /// The values of every app of the target, as `nyl values` gives them for one app; `None` when

@@ -27,6 +27,7 @@ use crate::expansion::render;
 use crate::project::scan;
 use nyl_core::data::diagnostics::{Code, Diagnostic, Severity};
 use nyl_core::data::provenance::{Catalog, FileId};
+use nyl_core::project::objects;
 
 pub struct Request {
     pub targets: Vec<String>,
@@ -140,6 +141,10 @@ pub fn run(req: &Request) -> Outcome {
             ..req.engine.clone()
         };
         let rendered_apps = render_apps(&run, &engine, target, apps);
+        let rendered = apps.iter().zip(&rendered_apps);
+        own.extend(duplicates_across(
+            rendered.filter_map(|(app, r)| Some((app.as_str(), r.as_ref()?))),
+        ));
         let mut dirs: BTreeMap<String, &String> = BTreeMap::new();
         for app in apps {
             if let Some(other) = dirs.insert(app_dir(app), app) {
@@ -208,6 +213,30 @@ pub fn run(req: &Request) -> Outcome {
     }
     sync(&req.output, files, req.check, &mut outcome);
     outcome
+}
+
+/// `duplicate_object` for an object that two apps of one target render: in one stream, or one
+/// tree, one would be applied over the other (or the engine refuse both). Each app's own repeats
+/// it reports itself.
+pub(crate) fn duplicates_across<'a>(
+    apps: impl IntoIterator<Item = (&'a str, &'a render::Outcome)>,
+) -> Vec<Diagnostic> {
+    let mut seen = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for (app, outcome) in apps {
+        let keys: BTreeSet<_> = outcome
+            .manifests
+            .iter()
+            .filter_map(|m| objects::object_key(&m.head))
+            .collect();
+        for key in keys {
+            if let Some(first) = seen.insert(key.clone(), app) {
+                let how = format!("is rendered by apps {first} and {app}");
+                out.push(objects::duplicate_object(&key, &how));
+            }
+        }
+    }
+    out
 }
 
 /// `--allow-empty` turns every "nothing here" error into a warning.

@@ -337,6 +337,7 @@ cases! {
     targets_own_file_broken,
     tree_all_targets_clusters,
     tree_allow_empty,
+    tree_duplicate_across_apps,
     tree_empty_app,
     tree_own_file_broken,
     tree_search_path_missing,
