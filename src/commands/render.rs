@@ -78,7 +78,7 @@ pub(super) fn print_outcome(mut outcome: render::Outcome, format: Format) -> Exi
     }
     match format {
         // The documents one after another, as they are: the output can be megabytes.
-        Format::Yaml => write_stdout_parts(outcome.manifests.iter().map(Manifest::text)),
+        Format::Yaml => write_stdout_parts(outcome.manifests.iter().flat_map(Manifest::parts)),
         Format::Json => match render::to_json([&outcome]) {
             Ok(text) => write_stdout(&text),
             Err(problems) => ExitCode::from(report_diagnostics(problems, &outcome.catalog)),
@@ -105,7 +105,7 @@ fn print_target_render(
                 .map(|(app, _)| whole_target::header(app, target))
                 .collect();
             let parts = outcome.apps.iter().zip(&headers).flat_map(|((_, o), h)| {
-                std::iter::once(h.as_str()).chain(o.manifests.iter().map(Manifest::text))
+                std::iter::once(h.as_str()).chain(o.manifests.iter().flat_map(Manifest::parts))
             });
             write_stdout_parts(parts)
         }

@@ -196,7 +196,7 @@ pub fn render_in(run: &Run, req: &Request) -> Outcome {
         session.diagnostics.extend(problems);
     }
     let max = session.project.config.limits.max_render_bytes;
-    let size: u64 = manifests.iter().map(|m| m.text().len() as u64).sum();
+    let size: u64 = manifests.iter().map(|m| m.text_len() as u64).sum();
     if size > max {
         session.diagnostics.push(Diagnostic::new(
             Code::RenderTooLarge,

@@ -380,10 +380,11 @@ fn app_files(
         }
         // Chart output is marked so Flux leaves it as Helm rendered it; manifests written in app
         // files keep their `${VAR}`s, which is where Flux's substitution is meant to apply.
-        let text = if flux_escape && m.from_chart() && m.text().contains('$') {
-            substitution_disabled(m.text(), &*m.node(&rendered.limits)?)
+        let text = m.text();
+        let text = if flux_escape && m.from_chart() && text.contains('$') {
+            substitution_disabled(&text, &*m.node(&rendered.limits)?)
         } else {
-            m.text().to_string()
+            text.into_owned()
         };
         by_name.insert(file, text);
     }

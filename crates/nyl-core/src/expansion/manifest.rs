@@ -118,8 +118,11 @@ impl Text {
 /// A document that is output: its text, the fields nyl looks at, and its tree when it was read.
 #[derive(Clone, Debug)]
 pub struct Manifest {
-    /// As output shows it: starting a document, ending in a newline.
+    /// As output shows it: starting a document, ending in a newline (but for `edit`).
     text: Text,
+    /// Bytes of `text` replaced by a line nyl inserts (the namespace rule's): the text stays
+    /// shared with the release output, and writers write the pieces around the edit.
+    edit: Option<(Range<usize>, String)>,
     pub head: Head,
     node: Option<Node>,
     /// The namespace of the release that rendered it; `None` when an app file holds it.
@@ -133,6 +136,7 @@ impl Manifest {
     pub fn scanned(text: Text, head: Head, loc: Loc) -> Manifest {
         Manifest {
             text,
+            edit: None,
             head,
             node: None,
             release_namespace: None,
@@ -146,15 +150,39 @@ impl Manifest {
         Manifest {
             loc: doc.node.prov.loc,
             text: Text::Own(doc.text),
+            edit: None,
             head,
             node: Some(doc.node),
             release_namespace: None,
         }
     }
 
-    /// As output shows it: starting a document, ending in a newline.
-    pub fn text(&self) -> &str {
-        self.text.as_str()
+    /// As output shows it: starting a document, ending in a newline; a copy only when nyl
+    /// edited it (writers use [`Manifest::parts`]).
+    pub fn text(&self) -> Cow<'_, str> {
+        match &self.edit {
+            None => Cow::Borrowed(self.text.as_str()),
+            Some(_) => Cow::Owned(self.parts().concat()),
+        }
+    }
+
+    /// The text as pieces that, one after the other, make it: what a writer writes without
+    /// copying the document.
+    pub fn parts(&self) -> [&str; 3] {
+        let text = self.text.as_str();
+        match &self.edit {
+            None => [text, "", ""],
+            Some((removed, inserted)) => [
+                &text[..removed.start],
+                inserted.as_str(),
+                &text[removed.end..],
+            ],
+        }
+    }
+
+    /// The length of the text in bytes.
+    pub fn text_len(&self) -> usize {
+        self.parts().iter().map(|p| p.len()).sum()
     }
 
     /// Where the document starts.
@@ -172,7 +200,7 @@ impl Manifest {
             return Ok(Cow::Borrowed(node));
         }
         let parsed = yaml::parse_stream_from(
-            self.text(),
+            &self.text(),
             self.loc.file,
             self.loc.line,
             limits,
@@ -201,13 +229,14 @@ impl Manifest {
             self.head.slot = self.following_slot();
         }
         if let Some(slot) = &self.head.slot {
-            self.text = Text::Own(slot.apply(self.text(), &yaml::scalar(namespace)));
+            self.edit = Some(slot.splice(&yaml::scalar(namespace)));
             if let Some(node) = &mut self.node {
                 set_namespace(node, namespace);
             }
         } else if let Some(node) = &mut self.node {
             set_namespace(node, namespace);
             self.text = Text::Own(format!("---\n{}", yaml::to_yaml(node, &|_| None)));
+            self.edit = None;
         }
         self.head.namespace = Some(namespace.clone());
     }
@@ -215,7 +244,8 @@ impl Manifest {
     /// For a document the full reader read: where its namespace goes, when a scan that follows
     /// multi-line scalars and collections agrees with the tree on every field it read.
     fn following_slot(&self) -> Option<yaml::Edit> {
-        let scanned = yaml::scan_following(self.text())?;
+        // Before any edit: `place` edits once.
+        let scanned = yaml::scan_following(self.text.as_str())?;
         let agrees = scanned.api_version == self.head.api_version
             && scanned.kind == self.head.kind
             && scanned.name == self.head.name

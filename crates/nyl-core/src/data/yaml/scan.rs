@@ -48,13 +48,15 @@ pub struct Edit {
 impl Edit {
     /// `text` with the edit applied for `value` (already a YAML scalar).
     pub fn apply(&self, text: &str, value: &str) -> String {
-        let mut out = String::with_capacity(text.len() + self.before.len() + value.len() + 8);
-        out.push_str(&text[..self.at]);
-        out.push_str(&self.before);
-        out.push_str(value);
-        out.push_str(&self.after);
-        out.push_str(&text[self.at + self.remove..]);
-        out
+        let (removed, inserted) = self.splice(value);
+        [&text[..removed.start], &inserted, &text[removed.end..]].concat()
+    }
+
+    /// The edit for `value` as the bytes it removes and the text that takes their place, for
+    /// writers that keep the text as it is and write the pieces around it.
+    pub fn splice(&self, value: &str) -> (std::ops::Range<usize>, String) {
+        let inserted = [self.before.as_str(), value, self.after.as_str()].concat();
+        (self.at..self.at + self.remove, inserted)
     }
 }
 
