@@ -178,7 +178,7 @@ pub(super) fn render(req: &render::Request, target: &str) -> Option<Outcome<rend
             );
             apps.push((app, outcome));
         }
-        let across = tree::duplicates_across(apps.iter().map(|(app, o)| (app.as_str(), o)));
+        let across = tree::duplicates_across_renders(apps.iter().map(|(app, o)| (app.as_str(), o)));
         diagnostics.extend(across.into_iter().map(|d| (d, Arc::default())));
     }
     Some(finish(target, apps, diagnostics))

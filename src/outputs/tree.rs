@@ -65,7 +65,6 @@ const INDEX: &str = ".nyl/index.json";
 
 pub fn run(req: &Request) -> Outcome {
     let mut outcome = Outcome::default();
-    let mut files = Vec::new();
     let run = match render::Run::of_request(&req.engine) {
         Ok(run) => run,
         Err((catalog, diags)) => {
@@ -129,6 +128,8 @@ pub fn run(req: &Request) -> Outcome {
     req.engine
         .progress
         .add_apps(planned.iter().map(|(_, apps)| apps.len()).sum());
+    let stage = Stage::new(&req.output, req.check);
+    let mut files = Vec::new();
     for (target, apps) in &planned {
         let prefix = if req.all_targets {
             format!("{target}/")
@@ -140,11 +141,6 @@ pub fn run(req: &Request) -> Outcome {
             allow_empty: req.allow_empty,
             ..req.engine.clone()
         };
-        let rendered_apps = render_apps(&run, &engine, target, apps);
-        let rendered = apps.iter().zip(&rendered_apps);
-        own.extend(duplicates_across(
-            rendered.filter_map(|(app, r)| Some((app.as_str(), r.as_ref()?))),
-        ));
         let mut dirs: BTreeMap<String, &String> = BTreeMap::new();
         for app in apps {
             if let Some(other) = dirs.insert(app_dir(app), app) {
@@ -157,49 +153,62 @@ pub fn run(req: &Request) -> Outcome {
                 ));
             }
         }
-        for (app, rendered) in apps.iter().zip(rendered_apps) {
-            let Some(rendered) = rendered else {
+        // Each app's files are compared and staged as soon as it is rendered, so the tree is
+        // never held whole; only the objects' keys are kept, for the check across apps.
+        let done = render_apps_with(&run, &engine, target, apps, |app, r| {
+            let keys = object_keys(&r);
+            if r.diagnostics.iter().any(Diagnostic::is_error) {
+                let catalog = r.catalog;
+                let problems = r
+                    .diagnostics
+                    .into_iter()
+                    .map(|d| (named(d, app), Arc::clone(&catalog)));
+                return (keys, Err(problems.collect::<Vec<_>>()));
+            }
+            let dir = format!("{prefix}{}", app_dir(app));
+            let staged = app_files(&dir, app, target, &r, req.flux_escape)
+                .map(|files| files.into_iter().map(|f| stage.file(f)).collect::<Vec<_>>())
+                .map_err(|problems| {
+                    problems
+                        .into_iter()
+                        .map(|d| (d, Arc::clone(&r.catalog)))
+                        .collect()
+                });
+            (keys, staged)
+        });
+        let mut keys = Vec::new();
+        for (app, done) in apps.iter().zip(done) {
+            let Some((app_keys, staged)) = done else {
                 own.push(Diagnostic::new(
                     Code::IoError,
                     format!("internal error: the render of {app} failed"),
                 ));
                 continue;
             };
-            if rendered.diagnostics.iter().any(Diagnostic::is_error) {
-                let catalog = rendered.catalog;
-                outcome.diagnostics.extend(
-                    rendered
-                        .diagnostics
-                        .into_iter()
-                        .map(|d| (named(d, app), Arc::clone(&catalog))),
-                );
-                continue;
-            }
-            let dir = format!("{prefix}{}", app_dir(app));
-            match app_files(&dir, app, target, &rendered, req.flux_escape) {
-                Ok(app_files) => files.extend(app_files),
-                Err(problems) => {
-                    let catalog = rendered.catalog;
-                    outcome
-                        .diagnostics
-                        .extend(problems.into_iter().map(|d| (d, Arc::clone(&catalog))));
-                    continue;
+            keys.push((app.as_str(), app_keys));
+            match staged {
+                Ok(staged) => {
+                    files.extend(staged);
+                    app_dirs.push(format!("{prefix}{}", app_dir(app)));
                 }
+                Err(problems) => outcome.diagnostics.extend(problems),
             }
-            app_dirs.push(dir);
         }
+        own.extend(duplicates_across(keys));
         // No top-level kustomization: with apps shared between targets, kustomize would refuse
         // it (`already registered id`). Each target's directory is what the engine points at.
-        files.push(File {
-            path: format!("{prefix}kustomization.yaml"),
-            content: kustomization(
-                app_dirs
-                    .iter()
-                    .map(|d| d.strip_prefix(&prefix).unwrap_or(d).to_string()),
-            ),
-            app: String::new(),
-            target: target.clone(),
-        });
+        files.push(
+            stage.file(File {
+                path: format!("{prefix}kustomization.yaml"),
+                content: kustomization(
+                    app_dirs
+                        .iter()
+                        .map(|d| d.strip_prefix(&prefix).unwrap_or(d).to_string()),
+                ),
+                app: String::new(),
+                target: target.clone(),
+            }),
+        );
     }
     let catalog = Arc::new(session.project.catalog);
     outcome
@@ -207,28 +216,34 @@ pub fn run(req: &Request) -> Outcome {
         .extend(own.into_iter().map(|d| (d, Arc::clone(&catalog))));
     once_each(&mut outcome.diagnostics);
     run.finish();
-    // Fail closed: a tree with an app missing would make the GitOps engine prune it.
+    // Fail closed: a tree with an app missing would make the GitOps engine prune it. What was
+    // staged goes, and the output directory is as it was.
     if outcome.diagnostics.iter().any(|(d, _)| d.is_error()) {
+        stage.discard();
         return outcome;
     }
-    sync(&req.output, files, req.check, &mut outcome);
+    sync(&stage, files, &mut outcome);
     outcome
+}
+
+/// What identifies each object of a render to the cluster, each once.
+fn object_keys(outcome: &render::Outcome) -> BTreeSet<objects::ObjectKey> {
+    outcome
+        .manifests
+        .iter()
+        .filter_map(|m| objects::object_key(&m.head))
+        .collect()
 }
 
 /// `duplicate_object` for an object that two apps of one target render: in one stream, or one
 /// tree, one would be applied over the other (or the engine refuse both). Each app's own repeats
-/// it reports itself.
-pub(crate) fn duplicates_across<'a>(
-    apps: impl IntoIterator<Item = (&'a str, &'a render::Outcome)>,
+/// it reports itself. `apps`: each app and its objects' keys ([`object_keys`]).
+fn duplicates_across<'a>(
+    apps: impl IntoIterator<Item = (&'a str, BTreeSet<objects::ObjectKey>)>,
 ) -> Vec<Diagnostic> {
     let mut seen = std::collections::HashMap::new();
     let mut out = Vec::new();
-    for (app, outcome) in apps {
-        let keys: BTreeSet<_> = outcome
-            .manifests
-            .iter()
-            .filter_map(|m| objects::object_key(&m.head))
-            .collect();
+    for (app, keys) in apps {
         for key in keys {
             if let Some(first) = seen.insert(key.clone(), app) {
                 let how = format!("is rendered by apps {first} and {app}");
@@ -237,6 +252,13 @@ pub(crate) fn duplicates_across<'a>(
         }
     }
     out
+}
+
+/// [`duplicates_across`] the rendered apps.
+pub(crate) fn duplicates_across_renders<'a>(
+    apps: impl IntoIterator<Item = (&'a str, &'a render::Outcome)>,
+) -> Vec<Diagnostic> {
+    duplicates_across(apps.into_iter().map(|(app, o)| (app, object_keys(o))))
 }
 
 /// `--allow-empty` turns every "nothing here" error into a warning.
@@ -318,12 +340,24 @@ pub(crate) fn render_apps(
     target: &str,
     apps: &[String],
 ) -> Vec<Option<render::Outcome>> {
+    render_apps_with(run, engine, target, apps, |_, outcome| outcome)
+}
+
+/// [`render_apps`], each outcome turned by `then` on the thread that rendered it, as soon as it
+/// is done: a caller that keeps less than the whole render holds only the apps in flight.
+fn render_apps_with<R: Send>(
+    run: &render::Run,
+    engine: &render::Request,
+    target: &str,
+    apps: &[String],
+    then: impl Fn(&str, render::Outcome) -> R + Sync,
+) -> Vec<Option<R>> {
     let each = render::Request {
         jobs: if apps.len() > 1 { 1 } else { engine.jobs },
         ..engine.clone()
     };
     render::parallel(apps, engine.jobs, |app| {
-        let outcome = render_app(run, &each, target, app);
+        let outcome = then(app, render_app(run, &each, target, app));
         engine.progress.app_done();
         outcome
     })
@@ -521,14 +555,10 @@ fn kustomization(resources: impl Iterator<Item = String>) -> String {
     out
 }
 
-/// Reports every symbolic link inside `out` on the way to the files `rel` (the files included):
-/// the output directory may be a checkout anyone could commit a link to, and writing, reading or
-/// removing through it would reach outside. True when there was one; then nothing is touched.
-fn refuse_links<'a>(
-    out: &Path,
-    rel: impl IntoIterator<Item = &'a str>,
-    outcome: &mut Outcome,
-) -> bool {
+/// Every symbolic link inside `out` on the way to the files `rel` (the files included), as a
+/// problem: the output directory may be a checkout anyone could commit a link to, and writing,
+/// reading or removing through it would reach outside. Where there is one, nothing is touched.
+fn links<'a>(out: &Path, rel: impl IntoIterator<Item = &'a str>) -> Vec<Diagnostic> {
     let mut links = BTreeSet::new();
     for rel in rel {
         let mut path = out.to_path_buf();
@@ -544,18 +574,19 @@ fn refuse_links<'a>(
             }
         }
     }
-    for link in &links {
-        let d = Diagnostic::new(
-            Code::NotRegularFile,
-            format!(
-                "{}: a symbolic link inside the output directory, where nyl would write: nyl \
-                 writes, reads and removes nothing through a link; remove it",
-                link.display()
-            ),
-        );
-        outcome.diagnostics.push((d, Arc::default()));
-    }
-    !links.is_empty()
+    links
+        .iter()
+        .map(|link| {
+            Diagnostic::new(
+                Code::NotRegularFile,
+                format!(
+                    "{}: a symbolic link inside the output directory, where nyl would write: nyl \
+                     writes, reads and removes nothing through a link; remove it",
+                    link.display()
+                ),
+            )
+        })
+        .collect()
 }
 
 fn sha(text: &str) -> String {
@@ -565,12 +596,160 @@ fn sha(text: &str) -> String {
         .collect()
 }
 
-/// Brings the output directory to `files`: writes what changed, removes what the previous index
-/// listed and is gone, touches nothing else. With `check`, only compares.
-fn sync(out: &Path, mut files: Vec<File>, check: bool, outcome: &mut Outcome) {
-    if refuse_links(out, [INDEX], outcome) {
-        return;
+/// A file of the tree as a run found it: its index entry, whether it differs from the file in
+/// the output directory, and where its new content waits to be moved there.
+struct Staged {
+    path: String,
+    sha256: String,
+    app: String,
+    target: String,
+    differs: bool,
+    /// The staged content, when it differs (not with `--check`).
+    at: Option<PathBuf>,
+}
+
+/// Where a run keeps the files that differ until every app has rendered: `.nyl/stage-<pid>/`
+/// inside the output directory (so moving them into place is a rename), made when first
+/// needed. A failed run removes it, and every directory it made for it, and the output
+/// directory is as it was. Problems of staging (links, write errors) are kept apart: a run that
+/// fails for another reason would never have written, and does not report them.
+struct Stage {
+    out: PathBuf,
+    check: bool,
+    /// The staging directory once it was asked for; `None` inside when it could not be made.
+    dir: std::sync::Mutex<Option<Option<StageDir>>>,
+    problems: std::sync::Mutex<Vec<Diagnostic>>,
+}
+
+/// The staging directory, the directories made for it (outermost first), and how many files
+/// it holds.
+struct StageDir {
+    path: PathBuf,
+    made: Vec<PathBuf>,
+    files: usize,
+}
+
+impl Stage {
+    fn new(out: &Path, check: bool) -> Stage {
+        Stage {
+            out: out.to_path_buf(),
+            check,
+            dir: std::sync::Mutex::new(None),
+            problems: std::sync::Mutex::new(Vec::new()),
+        }
     }
+
+    fn problems(&self, found: impl IntoIterator<Item = Diagnostic>) {
+        if let Ok(mut problems) = self.problems.lock() {
+            problems.extend(found);
+        }
+    }
+
+    /// Compares the file with the output directory's and, when it differs, stages it. Its
+    /// content is not kept.
+    fn file(&self, file: File) -> Staged {
+        let mut staged = Staged {
+            sha256: sha(&file.content),
+            path: file.path,
+            app: file.app,
+            target: file.target,
+            differs: true,
+            at: None,
+        };
+        let found = links(&self.out, [staged.path.as_str()]);
+        if !found.is_empty() {
+            self.problems(found);
+            return staged;
+        }
+        let path = self.out.join(&staged.path);
+        staged.differs = fs::read(&path).ok().as_deref() != Some(file.content.as_bytes());
+        if staged.differs && !self.check {
+            staged.at = self.write(&file.content);
+        }
+        staged
+    }
+
+    /// Writes `content` to a new file of the staging directory.
+    fn write(&self, content: &str) -> Option<PathBuf> {
+        let mut dir = self.dir.lock().ok()?;
+        if dir.is_none() {
+            *dir = Some(self.make_dir());
+        }
+        let stage = dir.as_mut()?.as_mut()?;
+        stage.files += 1;
+        let path = stage.path.join(stage.files.to_string());
+        match fs::write(&path, content) {
+            Ok(()) => Some(path),
+            Err(e) => {
+                self.problems([Diagnostic::new(
+                    Code::IoError,
+                    format!("cannot write {}: {e}", path.display()),
+                )]);
+                None
+            }
+        }
+    }
+
+    fn make_dir(&self) -> Option<StageDir> {
+        let found = links(&self.out, [INDEX]);
+        if !found.is_empty() {
+            self.problems(found);
+            return None;
+        }
+        let stage = self
+            .out
+            .join(INDEX)
+            .with_file_name(format!("stage-{}", std::process::id()));
+        let mut made: Vec<PathBuf> = stage
+            .ancestors()
+            .take_while(|d| !d.exists())
+            .map(Path::to_path_buf)
+            .collect();
+        made.reverse();
+        match fs::create_dir_all(&stage) {
+            Ok(()) => Some(StageDir {
+                path: stage,
+                made,
+                files: 0,
+            }),
+            Err(e) => {
+                self.problems([Diagnostic::new(
+                    Code::IoError,
+                    format!("cannot write {}: {e}", stage.display()),
+                )]);
+                None
+            }
+        }
+    }
+
+    /// Removes the staging directory and the directories made for it.
+    fn discard(&self) {
+        let Some(Some(Some(stage))) = self.dir.lock().ok().map(|mut d| d.take()) else {
+            return;
+        };
+        let _ = fs::remove_dir_all(&stage.path);
+        for dir in stage.made.iter().rev() {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Brings the output directory to `files`: moves what changed into place, removes what the
+/// previous index listed and is gone, touches nothing else. With `check`, only compares.
+fn sync(stage: &Stage, mut files: Vec<Staged>, outcome: &mut Outcome) {
+    let out = &stage.out;
+    let staging_problems = |outcome: &mut Outcome| {
+        let problems = stage.problems.lock().map(|mut p| std::mem::take(&mut *p));
+        let mut problems = problems.unwrap_or_default();
+        // Each link once, in path order, however many files lie beyond it.
+        problems.sort_by(|a, b| a.message.cmp(&b.message));
+        problems.dedup_by(|a, b| a.message == b.message);
+        let failed = !problems.is_empty();
+        outcome
+            .diagnostics
+            .extend(problems.into_iter().map(|d| (d, Arc::default())));
+        failed
+    };
     let previous: BTreeSet<String> = fs::read_to_string(out.join(INDEX))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -583,38 +762,37 @@ fn sync(out: &Path, mut files: Vec<File>, check: bool, outcome: &mut Outcome) {
         .collect();
     let index = serde_json::json!({
         "files": files.iter().map(|f| serde_json::json!({
-            "path": f.path, "sha256": sha(&f.content), "app": f.app, "target": f.target,
+            "path": f.path, "sha256": f.sha256, "app": f.app, "target": f.target,
         })).collect::<Vec<_>>()
     });
     let current: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
-    files.push(File {
+    let stale: Vec<&String> = previous.difference(&current).collect();
+    stage.problems(links(out, stale.iter().map(|p| p.as_str())));
+    files.push(stage.file(File {
         path: INDEX.to_string(),
         content: serde_json::to_string_pretty(&index).unwrap_or_default() + "\n",
         app: String::new(),
         target: String::new(),
-    });
-    let touched = files
-        .iter()
-        .map(|f| f.path.as_str())
-        .chain(previous.iter().map(String::as_str));
-    if refuse_links(out, touched, outcome) {
+    }));
+    if staging_problems(outcome) {
+        stage.discard();
         return;
     }
     for file in &files {
-        let path = out.join(&file.path);
-        if fs::read_to_string(&path).ok().as_deref() == Some(file.content.as_str()) {
+        if !file.differs {
             outcome.unchanged += 1;
             continue;
         }
-        if check {
+        let Some(staged) = &file.at else {
             outcome.differ.push(file.path.clone());
             continue;
-        }
-        let written = path
+        };
+        let path = out.join(&file.path);
+        let moved = path
             .parent()
             .map_or(Ok(()), fs::create_dir_all)
-            .and_then(|()| fs::write(&path, &file.content));
-        match written {
+            .and_then(|()| fs::rename(staged, &path));
+        match moved {
             Ok(()) => outcome.written.push(file.path.clone()),
             Err(e) => outcome.diagnostics.push((
                 Diagnostic::new(
@@ -625,12 +803,13 @@ fn sync(out: &Path, mut files: Vec<File>, check: bool, outcome: &mut Outcome) {
             )),
         }
     }
-    for stale in previous.difference(&current) {
+    stage.discard();
+    for stale in stale {
         let path = out.join(stale);
         if !path.exists() {
             continue;
         }
-        if check {
+        if stage.check {
             outcome.differ.push(stale.clone());
         } else if fs::remove_file(&path).is_ok() {
             outcome.removed.push(stale.clone());

@@ -170,6 +170,38 @@ fn reruns_are_idempotent_stale_files_go_and_unknown_files_stay() {
 }
 
 #[test]
+fn a_failed_run_leaves_the_output_directory_as_it_was() {
+    // Apps are staged as they finish; a run that fails removes what it staged, and every
+    // directory it made for that, so not even the output directory appears.
+    let (repo, out) = example_copy("tree-fail-closed");
+    let line = format!("--target prod-eu-1 --output-dir {}", out.display());
+    let db = fs::read_to_string(repo.join("apps/db.yaml")).unwrap();
+    fs::write(repo.join("apps/db-copy.yaml"), &db).unwrap();
+    let (status, _, stderr) = render_tree(&repo, &line);
+    assert_eq!(status, 1, "{stderr}");
+    assert!(stderr.contains("duplicate_object"), "{stderr}");
+    assert!(!out.exists(), "nothing written: {:?}", tree(&out));
+
+    fs::remove_file(repo.join("apps/db-copy.yaml")).unwrap();
+    assert_eq!(render_tree(&repo, &line).0, 0);
+    let before = tree(&out);
+    // db changes (so its files differ and are staged) while another app fails.
+    fs::write(repo.join("apps/db.yaml"), db.replace("20Gi", "30Gi")).unwrap();
+    fs::write(repo.join("apps/broken.yaml"), "kind: [\n").unwrap();
+    let (status, _, stderr) = render_tree(&repo, &line);
+    assert_eq!(status, 1, "{stderr}");
+    assert_eq!(tree(&out), before, "the previous tree stays as it was");
+    let nyl_dir: Vec<_> = fs::read_dir(out.join(".nyl")).unwrap().collect();
+    assert_eq!(nyl_dir.len(), 1, "only the index: {nyl_dir:?}");
+
+    fs::remove_file(repo.join("apps/broken.yaml")).unwrap();
+    let (status, stdout, stderr) = render_tree(&repo, &line);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stdout.starts_with("2 files written"), "{stdout}");
+    assert_ne!(tree(&out), before);
+}
+
+#[test]
 fn check_passes_on_a_clean_tree_and_fails_on_an_edited_one() {
     let (repo, out) = example_copy("tree-check");
     let line = format!("--target prod-eu-1 --output-dir {}", out.display());
