@@ -213,7 +213,8 @@ codes! {
     InvalidChartReference = "invalid_chart_reference", Error, Input;
     /// Two objects of one kind share one name (two Clusters, two DeploymentTargets, two
     /// invocations that would be the same Helm release in the same namespace, or two objects with
-    /// the same group, kind, namespace and name in one app's output).
+    /// the same group, kind, namespace and name in one app's output, or in two apps of one target
+    /// that `render --target` or `render-tree` render together).
     DuplicateObject = "duplicate_object", Error, Input;
     /// No `nyl.toml` was found in the input path or any directory above it.
     ProjectNotFound = "project_not_found", Error, Input;
