@@ -14,6 +14,7 @@
 //! the previous index lists; files it does not know are never touched. Nothing is written unless
 //! every app rendered.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -40,11 +41,12 @@ pub struct Request {
     pub engine: render::Request,
 }
 
-/// One file of the tree: its path relative to the output directory and its content.
+/// One file of the tree: its path relative to the output directory and its content (borrowed
+/// from the render where it is a document as nyl prints it).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct File {
+pub struct File<'a> {
     pub path: String,
-    pub content: String,
+    pub content: Cow<'a, str>,
     pub app: String,
     pub target: String,
 }
@@ -204,7 +206,8 @@ pub fn run(req: &Request) -> Outcome {
                     app_dirs
                         .iter()
                         .map(|d| d.strip_prefix(&prefix).unwrap_or(d).to_string()),
-                ),
+                )
+                .into(),
                 app: String::new(),
                 target: target.clone(),
             }),
@@ -392,14 +395,14 @@ fn app_dir(app: &str) -> String {
         .to_string()
 }
 
-fn app_files(
+fn app_files<'a>(
     dir: &str,
     app: &str,
     target: &str,
-    rendered: &render::Outcome,
+    rendered: &'a render::Outcome,
     flux_escape: bool,
-) -> Result<Vec<File>, Vec<Diagnostic>> {
-    let mut by_name: BTreeMap<String, String> = BTreeMap::new();
+) -> Result<Vec<File<'a>>, Vec<Diagnostic>> {
+    let mut by_name: BTreeMap<String, Cow<'a, str>> = BTreeMap::new();
     for m in &rendered.manifests {
         let head = &m.head;
         let kind = head.kind.as_deref().unwrap_or("unknown");
@@ -416,24 +419,25 @@ fn app_files(
         // files keep their `${VAR}`s, which is where Flux's substitution is meant to apply.
         let text = m.text();
         let text = if flux_escape && m.from_chart() && text.contains('$') {
-            substitution_disabled(&text, &*m.node(&rendered.limits)?)
+            Cow::Owned(substitution_disabled(&text, &*m.node(&rendered.limits)?))
         } else {
-            text.into_owned()
+            text
         };
         by_name.insert(file, text);
     }
+    let listed = kustomization(by_name.keys().cloned());
     let mut files: Vec<File> = by_name
-        .iter()
+        .into_iter()
         .map(|(file, content)| File {
             path: format!("{dir}/{file}"),
-            content: content.clone(),
+            content,
             app: app.to_string(),
             target: target.to_string(),
         })
         .collect();
     files.push(File {
         path: format!("{dir}/kustomization.yaml"),
-        content: kustomization(by_name.keys().cloned()),
+        content: listed.into(),
         app: app.to_string(),
         target: target.to_string(),
     });
@@ -770,7 +774,7 @@ fn sync(stage: &Stage, mut files: Vec<Staged>, outcome: &mut Outcome) {
     stage.problems(links(out, stale.iter().map(|p| p.as_str())));
     files.push(stage.file(File {
         path: INDEX.to_string(),
-        content: serde_json::to_string_pretty(&index).unwrap_or_default() + "\n",
+        content: (serde_json::to_string_pretty(&index).unwrap_or_default() + "\n").into(),
         app: String::new(),
         target: String::new(),
     }));
