@@ -12,7 +12,11 @@ pub(super) fn print_version() -> ExitCode {
         None => "not found (set NYL_HELM or put helm on PATH)".to_string(),
         // Only its version is asked for, so no output budget for renders.
         Some(_) => match helm::Helm::locate(None, helm::DEFAULT_TIMEOUT, 0) {
-            Ok(helm) => format!("{} ({})", helm.path.display(), helm.version),
+            Ok(helm) => format!(
+                "{} ({})",
+                helm.path.display(),
+                helm.version().unwrap_or_default()
+            ),
             Err(d) => d.message,
         },
     };

@@ -119,7 +119,7 @@ impl Run {
             let timeout = limits.helm_timeout_seconds.map_or(req.helm_timeout, |s| {
                 req.helm_timeout.min(Duration::from_secs(s))
             });
-            Helm::locate(probes.as_deref(), timeout, limits.max_render_bytes)
+            Helm::start(probes.as_deref(), timeout, limits.max_render_bytes)
         });
         let helm = helm.as_ref().map_err(Clone::clone)?;
         let cache = self.cache.get_or_init(|| {
@@ -341,6 +341,12 @@ impl Tree<'_> {
                     )))
                 })
             });
+            // A helm that is not Helm 3.8 or newer renders nothing, whatever it printed: its
+            // first renders ran while `helm version` was asked.
+            if let Err(d) = helm.version() {
+                self.session.diagnostics.push(d);
+                return false;
+            }
             let mut next = Vec::new();
             for (i, output) in pending.iter().copied().zip(outputs) {
                 match output {
@@ -355,9 +361,11 @@ impl Tree<'_> {
             pending = next;
         }
         if self.schema_checked {
-            self.session
-                .diagnostics
-                .extend(nyl_core::values::coalesce::rules_warning(&helm.version));
+            self.session.diagnostics.extend(
+                helm.version()
+                    .ok()
+                    .and_then(|v| nyl_core::values::coalesce::rules_warning(&v)),
+            );
         }
         ok && !req.gate.stops(self.session)
     }

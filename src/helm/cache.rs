@@ -84,7 +84,8 @@ pub struct Cache {
     dir: PathBuf,
     mode: Mode,
     max_bytes: u64,
-    helm_identity: String,
+    /// The helm that renders: its identity (version, size, modification time) is in every key.
+    helm: Helm,
     uid: u32,
     chart_digests: Mutex<HashMap<PathBuf, String>>,
     hits: AtomicUsize,
@@ -181,7 +182,7 @@ impl Cache {
             mode: if dir.is_some() { mode } else { Mode::Off },
             dir: dir.unwrap_or_default(),
             max_bytes,
-            helm_identity: helm.identity.clone(),
+            helm: helm.clone(),
             uid: euid(),
             chart_digests: Mutex::new(HashMap::new()),
             hits: AtomicUsize::new(0),
@@ -218,15 +219,19 @@ impl Cache {
         t: &Template<'_>,
         miss: impl FnOnce(bool) -> Result<Output, E>,
     ) -> Result<Output, E> {
-        let key = if self.mode == Mode::Off {
-            None
-        } else {
-            self.key(t)
+        // The first run of a helm binary asks its version alongside its first renders instead of
+        // before them: the key needs the version, so those renders look nothing up (nothing can
+        // be stored under a version that was never remembered) and are stored once it is known.
+        let probing = self.helm.probing();
+        let key = match self.mode {
+            Mode::Off => None,
+            _ if probing => self.key_with(t, "").map(|_| String::new()),
+            _ => self.key(t),
         };
         let Some(key) = key else {
             return miss(false);
         };
-        if self.mode == Mode::ReadWrite {
+        if self.mode == Mode::ReadWrite && !probing {
             if let Some(output) = self.read(&key) {
                 debug!(release = t.release, key = %&key[..16], "cache hit");
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -235,11 +240,14 @@ impl Cache {
                 return Ok(output);
             }
         }
-        debug!(release = t.release, key = %&key[..16], "cache miss");
         self.misses.fetch_add(1, Ordering::Relaxed);
         self.progress.release(false);
         let output = miss(true)?;
-        self.write(&key, &output);
+        let key = if probing { self.key(t) } else { Some(key) };
+        if let Some(key) = key {
+            debug!(release = t.release, key = %&key[..16], "cache miss");
+            self.write(&key, &output);
+        }
         Ok(output)
     }
 
@@ -273,6 +281,11 @@ impl Cache {
     /// The key of a render, or `None` when it must not be cached (an unpinned remote chart, a
     /// chart directory that cannot be read).
     fn key(&self, t: &Template<'_>) -> Option<String> {
+        self.key_with(t, &self.helm.identity().ok()?)
+    }
+
+    /// [`Cache::key`] with the helm's identity given.
+    fn key_with(&self, t: &Template<'_>, helm_identity: &str) -> Option<String> {
         let content = match t.chart {
             ChartSource::Local(dir) => self.chart_digest(dir)?,
             ChartSource::Remote(remote) => {
@@ -287,7 +300,7 @@ impl Cache {
         let mut h = blake3::Hasher::new();
         put(&mut h, MAGIC.as_bytes());
         put(&mut h, env!("CARGO_PKG_VERSION").as_bytes());
-        put(&mut h, self.helm_identity.as_bytes());
+        put(&mut h, helm_identity.as_bytes());
         put(&mut h, &(args.len() as u64).to_le_bytes());
         for arg in &args {
             put(&mut h, arg.as_bytes());
@@ -710,7 +723,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn helm(version: &str) -> Helm {
-        Helm::unprobed(version, &format!("{version} 1 2"))
+        Helm::unprobed(version, "1 2")
     }
 
     /// A fresh directory for one test.

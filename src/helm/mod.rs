@@ -19,7 +19,8 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
@@ -47,10 +48,10 @@ const PROBE_MAX_BYTES: u64 = 64 << 10;
 #[derive(Clone, Debug)]
 pub struct Helm {
     pub path: PathBuf,
-    /// As Helm prints it: `v4.3.1`.
-    pub version: String,
-    /// Version, size and modification time: what the render cache keys the binary by.
-    pub identity: String,
+    /// Its version as Helm prints it (`v4.3.1`), checked: remembered, or being asked.
+    version: Arc<Probe>,
+    /// Size and modification time: with the version, what the render cache keys the binary by.
+    file: String,
     /// How long one release may take in Helm: one `helm template`, or a remote chart's
     /// `helm pull` and `helm template` together.
     timeout: Duration,
@@ -126,12 +127,26 @@ impl Helm {
         }
     }
 
-    /// `NYL_HELM`, else `helm` on `PATH` ([`Helm::find`]), checked to be Helm 3.8 or newer. Running `helm version`
-    /// costs as much as a render, so its answer is remembered per binary (path, size and
-    /// modification time) in `probes`, when given: a warm render then starts no process at all.
-    /// Every Helm process gets `timeout`, the probe included; the `helm template` runs share
-    /// `max_output` bytes of output.
+    /// `NYL_HELM`, else `helm` on `PATH` ([`Helm::find`]), checked to be Helm 3.8 or newer
+    /// ([`Helm::start`], waiting for the answer).
     pub fn locate(
+        probes: Option<&Path>,
+        timeout: Duration,
+        max_output: u64,
+    ) -> Result<Helm, Diagnostic> {
+        let helm = Helm::start(probes, timeout, max_output)?;
+        helm.version()?;
+        Ok(helm)
+    }
+
+    /// `NYL_HELM`, else `helm` on `PATH` ([`Helm::find`]), to be checked to be Helm 3.8 or
+    /// newer. Running `helm version` costs as much as a render, so its answer is remembered per
+    /// binary (path, size and modification time) in `probes`, when given: a warm render then
+    /// starts no process at all. Without a remembered answer, `helm version` runs on a thread of
+    /// its own, alongside the first renders; [`Helm::version`] waits for it. Every Helm process
+    /// gets `timeout`, the probe included; the `helm template` runs share `max_output` bytes of
+    /// output.
+    pub fn start(
         probes: Option<&Path>,
         timeout: Duration,
         max_output: u64,
@@ -167,25 +182,48 @@ impl Helm {
             .and_then(|p| fs::read_to_string(p).ok())
             .filter(|v| parse_version(v).is_some_and(|v| v >= MIN_VERSION));
         let version = match remembered {
-            Some(version) => version,
+            Some(version) => {
+                debug!(helm = %path.display(), %version, "helm found");
+                Probe::answered(Ok(version))
+            }
             None => {
-                let version = probe_version(&path, timeout)?;
-                if let Some(p) = &probe {
-                    remember(p, &version);
-                }
-                version
+                debug!(helm = %path.display(), "helm found; asking its version");
+                let binary = path.clone();
+                Probe::asking(std::thread::spawn(move || {
+                    let version = probe_version(&binary, timeout)?;
+                    debug!(helm = %binary.display(), %version, "helm version answered");
+                    if let Some(p) = &probe {
+                        remember(p, &version);
+                    }
+                    Ok(version)
+                }))
             }
         };
-        debug!(helm = %path.display(), %version, "helm found");
         Ok(Helm {
             path,
-            identity: format!("{version} {identity}"),
-            version,
+            file: identity,
+            version: Arc::new(version),
             timeout,
             deadline: None,
             output_left: Arc::new(AtomicU64::new(max_output)),
             max_output,
         })
+    }
+
+    /// Its version as Helm prints it (`v4.3.1`), once `helm version` answered; the problem with
+    /// the answer otherwise.
+    pub fn version(&self) -> Result<String, Diagnostic> {
+        self.version.answer()
+    }
+
+    /// Whether `helm version` is still being asked.
+    pub fn probing(&self) -> bool {
+        self.version.answer.get().is_none()
+    }
+
+    /// Version, size and modification time: what the render cache keys the binary by.
+    pub fn identity(&self) -> Result<String, Diagnostic> {
+        Ok(format!("{} {}", self.version()?, self.file))
     }
 
     /// The same helm, its processes from now on sharing one deadline (`timeout` from now): the
@@ -215,11 +253,11 @@ impl Helm {
 
     /// A helm that was never located, for tests that only need its identity.
     #[cfg(test)]
-    pub(crate) fn unprobed(version: &str, identity: &str) -> Helm {
+    pub(crate) fn unprobed(version: &str, file: &str) -> Helm {
         Helm {
             path: PathBuf::from("/nonexistent/helm"),
-            version: version.into(),
-            identity: identity.into(),
+            version: Arc::new(Probe::answered(Ok(version.into()))),
+            file: file.into(),
             timeout: DEFAULT_TIMEOUT,
             deadline: None,
             output_left: Arc::new(AtomicU64::new(0)),
@@ -363,6 +401,52 @@ impl Helm {
     }
 }
 
+/// The answer of `helm version`, checked: given, or awaited from the thread that asks it.
+#[derive(Debug)]
+struct Probe {
+    answer: OnceLock<Result<String, Diagnostic>>,
+    asking: Mutex<Option<JoinHandle<Result<String, Diagnostic>>>>,
+}
+
+impl Probe {
+    fn answered(answer: Result<String, Diagnostic>) -> Probe {
+        Probe {
+            answer: OnceLock::from(answer),
+            asking: Mutex::new(None),
+        }
+    }
+
+    fn asking(thread: JoinHandle<Result<String, Diagnostic>>) -> Probe {
+        Probe {
+            answer: OnceLock::new(),
+            asking: Mutex::new(Some(thread)),
+        }
+    }
+
+    /// The answer, waiting for it once.
+    fn answer(&self) -> Result<String, Diagnostic> {
+        if let Some(answer) = self.answer.get() {
+            return answer.clone();
+        }
+        let mut asking = self.asking.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(thread) = asking.take() {
+            let answer = thread.join().unwrap_or_else(|_| {
+                Err(Diagnostic::new(
+                    Code::HelmNotFound,
+                    "internal error: asking `helm version` failed",
+                ))
+            });
+            let _ = self.answer.set(answer);
+        }
+        self.answer.get().cloned().unwrap_or_else(|| {
+            Err(Diagnostic::new(
+                Code::HelmNotFound,
+                "internal error: `helm version` was never asked",
+            ))
+        })
+    }
+}
+
 /// Runs `helm version` and checks the answer.
 fn probe_version(path: &Path, timeout: Duration) -> Result<String, Diagnostic> {
     let mut cmd = Command::new(path);
@@ -422,7 +506,7 @@ fn probe_version(path: &Path, timeout: Duration) -> Result<String, Diagnostic> {
 pub fn rules_check() -> Option<Diagnostic> {
     // Only its version is asked for, so no output budget for renders.
     match Helm::locate(None, DEFAULT_TIMEOUT, 0) {
-        Ok(helm) => nyl_core::values::coalesce::rules_warning(&helm.version),
+        Ok(helm) => nyl_core::values::coalesce::rules_warning(&helm.version().ok()?),
         Err(d) => {
             tracing::debug!(problem = %d.message, "no helm to compare coalescing rules with");
             None

@@ -399,3 +399,49 @@ fn a_remote_charts_pull_and_render_share_one_deadline() {
     }
     fs::remove_dir_all(&tmp).ok();
 }
+
+/// The first run of a helm binary asks `helm version` alongside its first `helm template`, not
+/// before it. This helm answers the version only once a template has started (else, after 5 s,
+/// as a Helm too old), so a probe run before the render would fail it. Its checks still hold: a
+/// helm too old renders nothing, though its template ran.
+#[test]
+fn the_first_version_probe_runs_alongside_the_first_render() {
+    let tmp = tempdir("probe-overlap");
+    let marker = tmp.join("templating");
+    let fake = tmp.join("fake-helm");
+    let script = |version: &str| {
+        format!(
+            "#!/bin/sh\ncase \"$1\" in\nversion) i=0; while [ ! -e '{m}' ] && [ $i -lt 50 ]; do \
+             sleep 0.1; i=$((i+1)); done; if [ -e '{m}' ]; then echo {version}; else echo v3.0.0; \
+             fi ;;\n*) touch '{m}'; printf -- '---\\napiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  \
+             name: c\\n' ;;\nesac\n",
+            m = marker.display()
+        )
+    };
+    fs::write(&fake, script("v4.3.1")).unwrap();
+    fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+    let (status, stdout, stderr) = nyl(
+        &fixture(),
+        &args("render apps/plain.yaml"),
+        &[env("NYL_HELM", &fake)],
+    );
+    assert_eq!(status, 0, "{stderr}");
+    assert!(
+        stdout.contains("kind: ConfigMap\n") && stdout.ends_with("  name: c\n"),
+        "{stdout}"
+    );
+
+    fs::remove_file(&marker).unwrap();
+    fs::write(&fake, script("v3.7.0")).unwrap();
+    let (status, stdout, stderr) = nyl(
+        &fixture(),
+        &args("render apps/plain.yaml"),
+        &[env("NYL_HELM", &fake)],
+    );
+    assert_eq!((status, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(
+        stderr.contains("error helm_version_unsupported:") && stderr.contains("Helm v3.7.0"),
+        "{stderr}"
+    );
+    fs::remove_dir_all(&tmp).ok();
+}
