@@ -754,6 +754,12 @@ fn sync(stage: &Stage, mut files: Vec<Staged>, outcome: &mut Outcome) {
             .extend(problems.into_iter().map(|d| (d, Arc::default())));
         failed
     };
+    // The previous index is read only when no link leads to it.
+    stage.problems(links(out, [INDEX]));
+    if staging_problems(outcome) {
+        stage.discard();
+        return;
+    }
     let previous: BTreeSet<String> = fs::read_to_string(out.join(INDEX))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
