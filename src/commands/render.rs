@@ -63,9 +63,17 @@ pub(super) fn render(args: RenderArgs) -> ExitCode {
     };
     if whole_target {
         let target = request.inputs.target.clone().unwrap_or_default();
-        if let Some(outcome) = whole_target::render(&request, &target) {
-            request.progress.finish();
-            return print_target_render(&outcome, args.output);
+        match whole_target::render(&request, &target) {
+            Ok(outcome) => {
+                request.progress.finish();
+                return print_target_render(&outcome, args.output);
+            }
+            Err(Some(run)) => {
+                let outcome = render::render_in(&run, &request);
+                run.finish();
+                return print_outcome(outcome, args.output);
+            }
+            Err(None) => {}
         }
     }
     print_outcome(render::render(&request), args.output)

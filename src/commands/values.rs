@@ -35,25 +35,34 @@ pub(super) fn values(args: ValuesArgs) -> ExitCode {
     };
     if whole_target {
         let target = request.target.clone().unwrap_or_default();
-        if let Some(outcome) = whole_target::values(&request, &target, args.explain) {
-            return print_target_values(&outcome, args.output, args.explain);
+        match whole_target::values(&request, &target, args.explain) {
+            Ok(outcome) => return print_target_values(&outcome, args.output, args.explain),
+            Err(Some(run)) => {
+                let outcome = evaluate_in(&run.loaded, &request, args.explain);
+                return print_values(outcome, args.output, args.explain);
+            }
+            Err(None) => {}
         }
     }
-    let outcome = evaluate(&request, args.explain);
+    print_values(evaluate(&request, args.explain), args.output, args.explain)
+}
+
+/// One `nyl values` outcome: its problems, or its values.
+fn print_values(outcome: Outcome, format: Format, explain: bool) -> ExitCode {
     let status = report_diagnostics(outcome.diagnostics, &outcome.catalog);
     if status != 0 {
         return ExitCode::from(status);
     }
-    let text = match args.output {
+    let text = match format {
         Format::Yaml => report::to_yaml(
             &outcome.items,
-            args.explain,
+            explain,
             &outcome.effective,
             &outcome.catalog,
         ),
         Format::Json => json_text(&report::to_json(
             &outcome.items,
-            args.explain,
+            explain,
             &outcome.effective,
             &outcome.catalog,
         )),

@@ -33,8 +33,9 @@ enum Plan {
     /// The target's apps (those below the paths, when there are paths), with the run of their
     /// project; `None` when the project or the target cannot be used (the problems say why).
     Apps(Option<(Box<render::Run>, Vec<String>)>),
-    /// The paths are read as apps themselves, as without a target.
-    Paths,
+    /// The paths are read as apps themselves, as without a target: in the run loaded to find
+    /// that out, when it could be loaded (so the project is not loaded twice).
+    Paths(Option<Box<render::Run>>),
 }
 
 /// The target's apps, and the problems of finding them. With paths, each must be a directory
@@ -47,13 +48,13 @@ fn plan(
 ) -> (Plan, Vec<(Diagnostic, Arc<Catalog>)>) {
     let narrowing = !inputs.paths.is_empty();
     if narrowing && !inputs.paths.iter().all(|p| p.is_dir()) {
-        return (Plan::Paths, Vec::new());
+        return (Plan::Paths(None), Vec::new());
     }
     // The project of the first directory, as for any path; no app is read yet.
     let root = match (&inputs.root, inputs.paths.first()) {
         (None, Some(first)) => match project::find_root(first) {
             Ok(root) => Some(root),
-            Err(_) => return (Plan::Paths, Vec::new()),
+            Err(_) => return (Plan::Paths(None), Vec::new()),
         },
         (root, _) => root.clone(),
     };
@@ -67,7 +68,7 @@ fn plan(
     };
     let run = match pipeline::Loaded::of_request(&request) {
         Ok(loaded) => Box::new(render::Run::new(loaded)),
-        Err(_) if narrowing => return (Plan::Paths, Vec::new()),
+        Err(_) if narrowing => return (Plan::Paths(None), Vec::new()),
         Err((catalog, diags)) => {
             let diags = diags
                 .into_iter()
@@ -86,7 +87,7 @@ fn plan(
             let is_layout_app = |dir: &str| layout_apps.iter().any(|a| a.dir == dir);
             below(&session, apps, &inputs.paths, &is_layout_app)
         }) else {
-            return (Plan::Paths, Vec::new());
+            return (Plan::Paths(Some(run)), Vec::new());
         };
         apps = Some(below);
     }
@@ -148,11 +149,15 @@ fn below(
 
 /// Every app of the target rendered (`req.inputs.target` names it). Fail closed: with any error,
 /// nothing is to be printed.
-/// `None` when the paths are to be read as apps themselves.
-pub(super) fn render(req: &render::Request, target: &str) -> Option<Outcome<render::Outcome>> {
+/// `Err` when the paths are to be read as apps themselves, with the run loaded to find that out
+/// when there is one.
+pub(super) fn render(
+    req: &render::Request,
+    target: &str,
+) -> Result<Outcome<render::Outcome>, Option<Box<render::Run>>> {
     let (planned, mut diagnostics) = match plan(&req.inputs, target, req.allow_empty) {
         (Plan::Apps(planned), diagnostics) => (planned, diagnostics),
-        (Plan::Paths, _) => return None,
+        (Plan::Paths(run), _) => return Err(run),
     };
     let mut apps = Vec::new();
     // Fail closed before Helm runs: the run's own problems stop it, as they stop a render.
@@ -181,19 +186,19 @@ pub(super) fn render(req: &render::Request, target: &str) -> Option<Outcome<rend
         let across = tree::duplicates_across_renders(apps.iter().map(|(app, o)| (app.as_str(), o)));
         diagnostics.extend(across.into_iter().map(|d| (d, Arc::default())));
     }
-    Some(finish(target, apps, diagnostics))
+    Ok(finish(target, apps, diagnostics))
 }
 
-/// The values of every app of the target, as `nyl values` gives them for one app; `None` when
-/// the paths are to be read as apps themselves.
+/// The values of every app of the target, as `nyl values` gives them for one app; `Err` when
+/// the paths are to be read as apps themselves, as for [`render`].
 pub(super) fn values(
     inputs: &pipeline::Request,
     target: &str,
     explain: bool,
-) -> Option<Outcome<super::values::Outcome>> {
+) -> Result<Outcome<super::values::Outcome>, Option<Box<render::Run>>> {
     let (planned, mut diagnostics) = match plan(inputs, target, false) {
         (Plan::Apps(planned), diagnostics) => (planned, diagnostics),
-        (Plan::Paths, _) => return None,
+        (Plan::Paths(run), _) => return Err(run),
     };
     let mut apps = Vec::new();
     let failed = diagnostics.iter().any(|(d, _)| d.is_error());
@@ -227,7 +232,7 @@ pub(super) fn values(
             diagnostics.push((d, Arc::default()));
         }
     }
-    Some(finish(target, apps, diagnostics))
+    Ok(finish(target, apps, diagnostics))
 }
 
 /// Moves an app's problems into the run's, in a stable order, naming the app where the problem
