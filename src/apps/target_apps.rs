@@ -45,6 +45,18 @@ pub(crate) fn target_apps(
     TargetApps { apps, unmatched }
 }
 
+/// Whether the directory `dir` (canonical) is itself one of the apps that the `spec.apps` globs
+/// of the DeploymentTarget `name` match, known without scanning the repository.
+pub(crate) fn is_glob_app(session: &Session, name: &str, dir: &std::path::Path) -> bool {
+    let Some(rel) = Tree::listed(&session.project, dir) else {
+        return false;
+    };
+    let targets = session.project.targets.iter().filter(|t| t.name == name);
+    targets
+        .flat_map(|t| &t.apps)
+        .any(|(glob, _)| glob.matches(&rel))
+}
+
 /// What a DeploymentTarget's `spec.apps` globs match (files whose directory is matched too left
 /// out), and `apps_glob_unmatched` for each glob that matches nothing.
 pub(crate) fn glob_apps(

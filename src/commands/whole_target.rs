@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use crate::apps::pipeline::{self, Session};
+use crate::apps::target_apps;
 use crate::expansion::render;
 use crate::outputs::tree;
 use crate::project;
@@ -78,6 +79,15 @@ fn plan(
         }
     };
     let (session, _) = Session::start(&run.loaded, &request);
+    // A directory that is itself one of the target's apps is read as an app (as `below` would
+    // find): the repository need not be scanned for the target's other apps.
+    let is_app = |dir: &PathBuf| {
+        let real = session.project.inside(dir);
+        real.is_ok_and(|real| target_apps::is_glob_app(&session, target, &real))
+    };
+    if narrowing && inputs.paths.iter().any(is_app) {
+        return (Plan::Paths(Some(run)), Vec::new());
+    }
     let mut own = session.run_diagnostics.clone();
     let scan = scan::Tree::scan(&session.project, &session.project.root);
     let layout_apps = session.layout_apps();

@@ -65,4 +65,26 @@ impl Tree {
         }
         tree
     }
+
+    /// What the `paths` of a scan of the whole project list for `path` (canonical, inside the
+    /// project), found without the walk: `None` when the scan would not list it (the root itself,
+    /// or a hidden entry, a link or a chart on the way).
+    pub(crate) fn listed(project: &Project, path: &Path) -> Option<String> {
+        let rel = path.strip_prefix(&project.root).ok()?;
+        let mut at = project.root.clone();
+        if rel.as_os_str().is_empty() || at.join("Chart.yaml").is_file() {
+            return None;
+        }
+        for part in rel.components() {
+            at.push(part);
+            let meta = std::fs::symlink_metadata(&at).ok()?;
+            if project::is_hidden(&at)
+                || meta.file_type().is_symlink()
+                || (meta.is_dir() && at.join("Chart.yaml").is_file())
+            {
+                return None;
+            }
+        }
+        Some(rel.to_string_lossy().replace('\\', "/"))
+    }
 }
