@@ -98,9 +98,7 @@ impl Pulled {
             dir,
         };
         let (chart, cache) = (pulled.dir.join("chart"), pulled.dir.join("helm-cache"));
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&chart)
+        crate::helm::create_private_dir(&chart)
             .map_err(|e| Failure::Failed(format!("cannot create a temporary directory: {e}")))?;
         helm.pull(remote, &chart, &cache, release)?;
         pulled.archive = only_file(&chart).ok_or_else(|| {
