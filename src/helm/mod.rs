@@ -9,6 +9,7 @@
 //! are read ([`nyl_core::project::objects::RemoteChart::check`], release and namespace names), flags carry
 //! their values as `--flag=value`, and `--` comes before the positional release and chart.
 
+mod build_info;
 pub mod cache;
 pub mod remote;
 pub mod values_schema;
@@ -142,8 +143,10 @@ impl Helm {
     /// `NYL_HELM`, else `helm` on `PATH` ([`Helm::find`]), to be checked to be Helm 3.8 or
     /// newer. Running `helm version` costs as much as a render, so its answer is remembered per
     /// binary (path, size and modification time) in `probes`, when given: a warm render then
-    /// starts no process at all. Without a remembered answer, `helm version` runs on a thread of
-    /// its own, alongside the first renders; [`Helm::version`] waits for it. Every Helm process
+    /// starts no process at all. Without a remembered answer, the version a release build of
+    /// Helm recorded in the binary is taken ([`build_info`]); without that either, `helm
+    /// version` runs on a thread of its own, alongside the first renders; [`Helm::version`]
+    /// waits for it. Every Helm process
     /// gets `timeout`, the probe included; the `helm template` runs share `max_output` bytes of
     /// output.
     pub fn start(
@@ -177,11 +180,12 @@ impl Helm {
                 .collect();
             dir.join(name)
         });
-        let remembered = probe
+        let known = probe
             .as_ref()
             .and_then(|p| fs::read_to_string(p).ok())
+            .or_else(|| build_info::helm_version(&path))
             .filter(|v| parse_version(v).is_some_and(|v| v >= MIN_VERSION));
-        let version = match remembered {
+        let version = match known {
             Some(version) => {
                 debug!(helm = %path.display(), %version, "helm found");
                 Probe::answered(Ok(version))

@@ -1,6 +1,7 @@
 //! The render cache and parallel renders, through whole runs of the binary.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{args, copy_dir, nyl, root, tempdir};
@@ -229,6 +230,10 @@ fn an_unwritable_cache_costs_one_warning_not_the_render() {
 #[test]
 fn no_cache_and_refresh() {
     let (repo, cache) = setup("cache-flags");
+    let env = [
+        ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
+        ("RUST_LOG".to_string(), "nyl_render::helm=debug".to_string()),
+    ];
     let off = render(&repo, &cache, "--no-cache");
     assert_eq!(off.status, 0, "{}", off.stderr);
     assert!(
@@ -236,28 +241,49 @@ fn no_cache_and_refresh() {
         "nothing counted: {}",
         off.stderr
     );
-    // The remembered `helm version` answer is no render output: `--no-cache` keeps and uses it.
-    let dirs: Vec<String> = fs::read_dir(&cache)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(dirs, ["helm-probes"], "--no-cache writes no render entry");
+    assert_eq!(
+        fs::read_dir(&cache).map_or(0, Iterator::count),
+        0,
+        "--no-cache writes no render entry, and the pinned helm's version is read from the \
+         binary, so no `helm version` answer is remembered either"
+    );
+    // The version a release build of Helm recorded: no `helm version` process at all.
+    let (status, _, stderr) = nyl(&repo, &args("render --no-cache apps/dump.yaml"), &env);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(
+        stderr.contains("helm found") && !stderr.contains("asking its version"),
+        "{stderr}"
+    );
+
+    // A helm whose build says nothing (here a script that runs it) is asked, and the answer is
+    // remembered: no render output, so `--no-cache` keeps and uses it.
+    let wrapper = repo.parent().unwrap().join("helm-wrapper");
+    fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", super::helm().display()),
+    )
+    .unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    let wrapped = [
+        env[0].clone(),
+        env[1].clone(),
+        ("NYL_HELM".to_string(), wrapper.display().to_string()),
+    ];
+    let (status, _, stderr) = nyl(&repo, &args("render --no-cache apps/dump.yaml"), &wrapped);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stderr.contains("asking its version"), "{stderr}");
     let probe = fs::read_dir(cache.join("helm-probes"))
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
-    let real = fs::read_to_string(&probe).unwrap();
     fs::write(&probe, "v9.8.7").unwrap();
-    let env = [
-        ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
-        ("RUST_LOG".to_string(), "nyl_render::helm=debug".to_string()),
-    ];
-    let (status, _, stderr) = nyl(&repo, &args("render --no-cache apps/dump.yaml"), &env);
+    let (status, _, stderr) = nyl(&repo, &args("render --no-cache apps/dump.yaml"), &wrapped);
     assert_eq!(status, 0, "{stderr}");
     assert!(stderr.contains("v9.8.7"), "the remembered answer: {stderr}");
-    fs::write(&probe, real).unwrap();
+    assert!(!stderr.contains("asking its version"), "{stderr}");
+
     assert_eq!(render(&repo, &cache, "").counts(), (0, 5));
     assert_eq!(
         render(&repo, &cache, "--refresh").counts(),
