@@ -277,12 +277,7 @@ fn engine_request(engine: &EngineArgs, progress: Progress) -> crate::expansion::
         kube_version: None,
         api_versions: Vec::new(),
         allow_empty: false,
-        jobs: engine
-            .jobs
-            .and_then(|j| usize::try_from(j).ok())
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-            }),
+        jobs: engine.jobs.and_then(|j| usize::try_from(j).ok()),
         cache_dir: cache::default_dir(),
         cache: mode,
         cache_max_bytes: env_var("NYL_CACHE_MAX_BYTES")

@@ -35,8 +35,9 @@ pub struct Request {
     /// `--api-versions` (or `KUBE_API_VERSIONS`); the Cluster's `apiVersions` when empty.
     pub api_versions: Vec<String>,
     pub allow_empty: bool,
-    /// Parallel Helm renders at most.
-    pub jobs: usize,
+    /// Parallel Helm renders at most; `None`: the available cores, asked only when there is
+    /// more than one thing to run (the answer costs some twenty system calls).
+    pub jobs: Option<usize>,
     /// The render cache's directory; `None` disables it.
     pub cache_dir: Option<PathBuf>,
     pub cache: cache::Mode,
@@ -543,10 +544,15 @@ fn job_key(v: &InvocationValues) -> String {
 /// worker died (so a lost result can never pass for a missing one).
 pub(crate) fn parallel<T: Sync, R: Send>(
     items: &[T],
-    jobs: usize,
+    jobs: Option<usize>,
     f: impl Fn(&T) -> R + Sync,
 ) -> Vec<Option<R>> {
-    let workers = jobs.clamp(1, items.len().max(1));
+    if items.len() <= 1 {
+        return items.iter().map(|item| Some(f(item))).collect();
+    }
+    let workers = jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+        .clamp(1, items.len());
     if workers == 1 {
         return items.iter().map(|item| Some(f(item))).collect();
     }
@@ -616,8 +622,10 @@ mod tests {
     #[test]
     fn parallel_keeps_the_order_of_its_items() {
         let items: Vec<u32> = (0..200).collect();
-        let out = parallel(&items, 4, |i| i * 2);
-        assert_eq!(out, items.iter().map(|i| Some(i * 2)).collect::<Vec<_>>());
-        assert_eq!(parallel(&items[..0], 4, |i| *i), Vec::<Option<u32>>::new());
+        let doubled: Vec<_> = items.iter().map(|i| Some(i * 2)).collect();
+        assert_eq!(parallel(&items, Some(4), |i| i * 2), doubled);
+        assert_eq!(parallel(&items, None, |i| i * 2), doubled);
+        assert_eq!(parallel(&items[..0], Some(4), |i| *i), Vec::<Option<u32>>::new());
+        assert_eq!(parallel(&items[..1], None, |i| *i), vec![Some(0)]);
     }
 }

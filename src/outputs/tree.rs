@@ -356,7 +356,7 @@ fn render_apps_with<R: Send>(
     then: impl Fn(&str, render::Outcome) -> R + Sync,
 ) -> Vec<Option<R>> {
     let each = render::Request {
-        jobs: if apps.len() > 1 { 1 } else { engine.jobs },
+        jobs: if apps.len() > 1 { Some(1) } else { engine.jobs },
         ..engine.clone()
     };
     render::parallel(apps, engine.jobs, |app| {

@@ -217,7 +217,11 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
     req.engine.progress.add_apps(work.len());
     // Apps are checked in parallel, sharing the cache; a lone app parallelises its own releases.
     let engine = render::Request {
-        jobs: if work.len() > 1 { 1 } else { req.engine.jobs },
+        jobs: if work.len() > 1 {
+            Some(1)
+        } else {
+            req.engine.jobs
+        },
         ..req.engine.clone()
     };
     let mut checked = render::parallel(&work, req.engine.jobs, |(target, app)| {
