@@ -314,9 +314,11 @@ pub fn is_nyl_group(api: &str) -> bool {
     NYL_GROUPS
         .iter()
         .any(|g| len.abs_diff(g.chars().count()) <= 2 && edit_distance(group, g) <= 2)
-        || NYL_RENAMED
-            .iter()
-            .any(|(g, _, _)| group == *g || group.ends_with(&format!(".{g}")))
+        || NYL_RENAMED.iter().any(|(g, _, _)| {
+            group
+                .strip_suffix(g)
+                .is_some_and(|rest| rest.is_empty() || rest.ends_with('.'))
+        })
 }
 
 /// Levenshtein distance, for names that are close to one nyl knows.
