@@ -256,9 +256,8 @@ impl Project {
             .filter_map(Result::ok)
         {
             let path = entry.path();
-            let shown = self.display_path(path);
             if entry.path_is_symlink() {
-                let file = self.catalog.add_file(shown);
+                let file = self.catalog.add_file(self.display_path(path));
                 problems.push(
                     Diagnostic::new(
                         Code::NotRegularFile,
@@ -270,7 +269,7 @@ impl Project {
                 && (schema_files::is_schema(path) || schema_files::is_package(path))
             {
                 let max = self.config.limits.max_total_bytes;
-                let found = schema_files::schema_file_problems(path, &shown, max);
+                let found = schema_files::schema_file_problems(path, &self.display_path(path), max);
                 problems.extend(self.schema_reference_problems(found));
             }
         }
