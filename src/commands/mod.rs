@@ -322,11 +322,8 @@ fn write_stdout(text: &str) -> ExitCode {
 
 /// Writes the parts to stdout; a closed pipe is no error (the reader has seen enough).
 fn write_stdout_parts<'a>(parts: impl IntoIterator<Item = &'a str>) -> ExitCode {
-    let mut stdout = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let written = parts
-        .into_iter()
-        .try_for_each(|part| stdout.write_all(part.as_bytes()))
-        .and_then(|()| stdout.flush());
+    let mut stdout = io::stdout().lock();
+    let written = write_all_parts(&mut stdout, parts).and_then(|()| stdout.flush());
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -334,5 +331,58 @@ fn write_stdout_parts<'a>(parts: impl IntoIterator<Item = &'a str>) -> ExitCode 
             eprintln!("error: cannot write output: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Writes the parts as they are, gathered (`writev`), not copied into a buffer first: the output
+/// can be megabytes, most of it slices of Helm's output.
+fn write_all_parts<'a>(
+    out: &mut impl Write,
+    parts: impl IntoIterator<Item = &'a str>,
+) -> io::Result<()> {
+    let mut slices: Vec<io::IoSlice> = parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| io::IoSlice::new(p.as_bytes()))
+        .collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        match out.write_vectored(rest) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => io::IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Takes at most 3 bytes of one slice per call, as a pipe may take less than offered.
+    struct Trickle(Vec<u8>);
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let n = buf.len().min(3);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn parts_are_written_whole_and_in_order_however_little_each_write_takes() {
+        let parts = ["---\n", "", "kind: A\n", "metadata:\n  namespace: x\n", "b"];
+        let mut out = Trickle(Vec::new());
+        write_all_parts(&mut out, parts).unwrap();
+        assert_eq!(out.0, parts.concat().as_bytes());
+        let mut out = Vec::new();
+        write_all_parts(&mut out, parts).unwrap();
+        assert_eq!(out, parts.concat().as_bytes());
     }
 }
