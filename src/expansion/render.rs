@@ -625,7 +625,10 @@ mod tests {
         let doubled: Vec<_> = items.iter().map(|i| Some(i * 2)).collect();
         assert_eq!(parallel(&items, Some(4), |i| i * 2), doubled);
         assert_eq!(parallel(&items, None, |i| i * 2), doubled);
-        assert_eq!(parallel(&items[..0], Some(4), |i| *i), Vec::<Option<u32>>::new());
+        assert_eq!(
+            parallel(&items[..0], Some(4), |i| *i),
+            Vec::<Option<u32>>::new()
+        );
         assert_eq!(parallel(&items[..1], None, |i| *i), vec![Some(0)]);
     }
 }
