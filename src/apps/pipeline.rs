@@ -100,10 +100,11 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// Loads the project at `root`. `Err` carries the catalog and problems when there is no
-    /// usable project.
-    pub fn load(root: PathBuf) -> Result<Loaded, project::NotLoaded> {
-        let (mut project, diagnostics) = Project::load(root)?;
+    /// Loads the project at `root`: every target, or `only` the one a run renders for (see
+    /// [`Project::load`]; every session of the run must then select that target). `Err` carries
+    /// the catalog and problems when there is no usable project.
+    pub fn load(root: PathBuf, only: Option<&str>) -> Result<Loaded, project::NotLoaded> {
+        let (mut project, diagnostics) = Project::load(root, only)?;
         let catalog = std::mem::take(&mut project.catalog);
         project.catalog = Catalog::over(Arc::new(catalog));
         Ok(Loaded {
@@ -128,13 +129,14 @@ impl Loaded {
     }
 
     /// The project of the request: at its fixed root (the Argo CD app directory's), else found
-    /// from its first path (the working directory's for a layout app id).
-    pub fn of_request(req: &Request) -> Result<Loaded, project::NotLoaded> {
+    /// from its first path (the working directory's for a layout app id); with every target, or
+    /// `only` one ([`Loaded::load`]).
+    pub fn of_request(req: &Request, only: Option<&str>) -> Result<Loaded, project::NotLoaded> {
         let root = match &req.root {
             Some(root) => root.clone(),
             None => project::find_root(&first_path(req)).map_err(|d| (Arc::default(), vec![d]))?,
         };
-        Loaded::load(root)
+        Loaded::load(root, only)
     }
 }
 
@@ -356,7 +358,8 @@ impl Session {
 
     /// Loads the request's project and starts its one session (`values`, `explain`).
     pub fn start_alone(req: &Request) -> Result<(Session, Vec<Entry>), project::NotLoaded> {
-        Ok(Session::start(&Loaded::of_request(req)?, req))
+        let loaded = Loaded::of_request(req, req.target.as_deref())?;
+        Ok(Session::start(&loaded, req))
     }
 
     /// Opens a session of the loaded project for the request and reads every path's entries, in

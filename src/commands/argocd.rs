@@ -44,7 +44,7 @@ pub(super) fn argocd_generate(engine: &EngineArgs) -> ExitCode {
     };
     // Argo CD never sends the default `parameters` announced: apply it here.
     let target = settings.target.or_else(|| {
-        let (project, _) = Project::load(root.clone()).ok()?;
+        let (project, _) = Project::load(root.clone(), None).ok()?;
         argocd::default_target(&project.target_names()).cloned()
     });
     let request = render::Request {
@@ -88,7 +88,7 @@ pub(super) fn plugin_root(source_path: Option<&str>) -> Result<PathBuf, Diagnost
 pub(super) fn argocd_parameters() -> ExitCode {
     let targets = match plugin_root(env_var("ARGOCD_APP_SOURCE_PATH").as_deref())
         .map_err(|d| (Arc::default(), vec![d]))
-        .and_then(Project::load)
+        .and_then(|root| Project::load(root, None))
     {
         Ok((project, _)) => project.target_names(),
         // Announcements must not fail the UI: without a usable project, offer no targets.

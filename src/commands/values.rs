@@ -122,7 +122,7 @@ pub(super) struct Outcome {
 /// `nyl values`; with `with_defaults`, also each release's values coalesced over its chart's
 /// defaults (what the templates see), for `--explain`.
 pub(super) fn evaluate(req: &Request, with_defaults: bool) -> Outcome {
-    match Loaded::of_request(req) {
+    match Loaded::of_request(req, req.target.as_deref()) {
         Ok(loaded) => evaluate_in(&loaded, req, with_defaults),
         Err((catalog, diagnostics)) => Outcome {
             catalog,

@@ -67,7 +67,7 @@ fn plan(
         target_values: None,
         ..inputs.clone()
     };
-    let run = match pipeline::Loaded::of_request(&request) {
+    let run = match pipeline::Loaded::of_request(&request, Some(target)) {
         Ok(loaded) => Box::new(render::Run::new(loaded)),
         Err(_) if narrowing => return (Plan::Paths(None), Vec::new()),
         Err((catalog, diags)) => {

@@ -104,10 +104,10 @@ impl Run {
         }
     }
 
-    /// The project of the request, loaded, as a run of its own; `Err` with the catalog and
-    /// problems when there is no usable project.
-    pub fn of_request(req: &Request) -> Result<Run, crate::project::NotLoaded> {
-        Loaded::of_request(&req.inputs).map(Run::new)
+    /// The project of the request, loaded (every target, or `only` one: see [`Loaded::load`]),
+    /// as a run of its own; `Err` with the catalog and problems when there is no usable project.
+    pub fn of_request(req: &Request, only: Option<&str>) -> Result<Run, crate::project::NotLoaded> {
+        Loaded::of_request(&req.inputs, only).map(Run::new)
     }
 
     /// The helm of the run, located once, with an output budget of its own for one render.
@@ -148,7 +148,8 @@ impl Run {
 
 /// Renders the request as a run of its own.
 pub fn render(req: &Request) -> Outcome {
-    let run = match Run::of_request(req) {
+    // Its one target, when it names one, is all that its sessions select.
+    let run = match Run::of_request(req, req.inputs.target.as_deref()) {
         Ok(run) => run,
         Err((catalog, diagnostics)) => {
             return Outcome {

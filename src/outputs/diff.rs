@@ -127,10 +127,13 @@ fn side(req: &Request, root: &Path) -> Result<Side, Problems> {
         paths: Vec::new(),
         ..req.engine.inputs.clone()
     };
-    let run = render::Run::of_request(&render::Request {
-        inputs: inputs.clone(),
-        ..req.engine.clone()
-    })
+    let run = render::Run::of_request(
+        &render::Request {
+            inputs: inputs.clone(),
+            ..req.engine.clone()
+        },
+        None,
+    )
     .map_err(|(c, d)| {
         d.into_iter()
             .map(|d| (d, Arc::clone(&c)))

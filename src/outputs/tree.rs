@@ -67,7 +67,7 @@ const INDEX: &str = ".nyl/index.json";
 
 pub fn run(req: &Request) -> Outcome {
     let mut outcome = Outcome::default();
-    let run = match render::Run::of_request(&req.engine) {
+    let run = match render::Run::of_request(&req.engine, None) {
         Ok(run) => run,
         Err((catalog, diags)) => {
             outcome

@@ -110,7 +110,7 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
             .finish(strict));
         }
     };
-    let loaded = match Loaded::load(root.clone()) {
+    let loaded = match Loaded::load(root.clone(), None) {
         Ok(loaded) => loaded,
         Err((catalog, diags)) => {
             issues.extend(&diags, &catalog, None);

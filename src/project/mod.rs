@@ -178,9 +178,33 @@ pub fn find_root_within(start: &Path, boundary: Option<&Path>) -> Result<PathBuf
 }
 
 impl Project {
-    /// Loads `nyl.toml` and every target file. Problems are returned beside the project, which is
+    /// Loads `nyl.toml` and the targets files. Problems are returned beside the project, which is
     /// usable (with defaults and the objects that did load) so that a run can report everything.
-    pub fn load(root: PathBuf) -> Result<(Project, Vec<Diagnostic>), NotLoaded> {
+    ///
+    /// `only` names the one target a run needs (it renders for that target alone): then only the
+    /// targets files that define it or its Cluster are read in full, and the others are scanned
+    /// for the names they define ([`Project::load_targets`]); their problems are `nyl validate`'s
+    /// to report. When that is not exact (the target or its Cluster is missing or defined twice,
+    /// or a layout chooses its apps' targets), every file is read in full, as with `None`.
+    pub fn load(
+        root: PathBuf,
+        only: Option<&str>,
+    ) -> Result<(Project, Vec<Diagnostic>), NotLoaded> {
+        let (project, diags, exact) = Project::load_with(root.clone(), only)?;
+        if exact {
+            return Ok((project, diags));
+        }
+        debug!(target = ?only, "the target is not defined once: every targets file read");
+        let (project, diags, _) = Project::load_with(root, None)?;
+        Ok((project, diags))
+    }
+
+    /// [`Project::load`], and whether it is exact: always without `only`, and with it when the
+    /// target and its Cluster are each defined once.
+    fn load_with(
+        root: PathBuf,
+        only: Option<&str>,
+    ) -> Result<(Project, Vec<Diagnostic>, bool), NotLoaded> {
         let mut catalog = Catalog::default();
         // Everything else depends on nyl.toml (search paths, aliases): a broken one stops the run
         // rather than producing errors that are only its consequences.
@@ -215,14 +239,19 @@ impl Project {
             budget,
         };
         let mut diags = warnings;
-        project.load_targets(&mut diags);
+        // A layout may deploy its apps to any target, which the run does not know yet.
+        // The scan cannot tell an empty name from an absent one.
+        let layouts = &project.config.layouts;
+        let only =
+            only.filter(|n| !n.is_empty() && layouts.iter().all(|(l, _)| l.target.is_none()));
+        let exact = project.load_targets(only, &mut diags);
         diags.extend(targets::check_unique(&project.clusters, &project.targets));
         project.check_secrets_config(&mut diags);
         let config = &project.config;
         project.templating =
             Templating::resolve(config.templating, config.nyl_keys || project.nyl_shaped);
         debug!(templating = ?project.templating, "app files as templates");
-        Ok((project, diags))
+        Ok((project, diags, exact))
     }
 
     /// A chart directory's defaults and its vendored subcharts' (directories under `charts/`;
@@ -582,7 +611,54 @@ impl Project {
         }
     }
 
-    fn load_targets(&mut self, diags: &mut Vec<Diagnostic>) {
+    /// Loads the targets files, every one in full, or with `only` those that define the target
+    /// `only` or its Cluster (and those the scan is unsure of); false when that is not exact: the
+    /// target or its Cluster is not defined exactly once among them.
+    fn load_targets(&mut self, only: Option<&str>, diags: &mut Vec<Diagnostic>) -> bool {
+        let Some(name) = only else {
+            for path in self.targets_files(diags) {
+                if let Some((file, text)) = self.read_targets_text(&path, diags) {
+                    self.load_targets_text(file, &text, diags);
+                }
+            }
+            return true;
+        };
+        // Every file is read, so the limits on reading count what they count in a full load; a
+        // file is parsed when the scan of a document is unsure or finds the target's name.
+        let mut scanned = Vec::new();
+        for path in self.targets_files(diags) {
+            if let Some((file, text)) = self.read_targets_text(&path, diags) {
+                match heads(&text) {
+                    Some(heads) if !heads.iter().any(|h| h.name.as_deref() == Some(name)) => {
+                        scanned.push((file, text, heads));
+                    }
+                    _ => self.load_targets_text(file, &text, diags),
+                }
+            }
+        }
+        let cluster = self
+            .targets
+            .iter()
+            .find(|t| t.name == name)
+            .map_or(name, |t| t.cluster_ref.as_str())
+            .to_string();
+        // Whether templating follows the project's shape, which a document in Nyl's group sets.
+        let by_shape = self.config.templating.is_none() && !self.config.nyl_keys;
+        for (file, text, heads) in scanned {
+            let gitops = |h: &yaml::Head| h.api_version.as_deref() == Some(objects::GITOPS_API);
+            let shapes = by_shape && !self.nyl_shaped && heads.iter().any(gitops);
+            if shapes || heads.iter().any(|h| h.name.as_deref() == Some(&cluster)) {
+                self.load_targets_text(file, &text, diags);
+            }
+        }
+        self.targets.iter().filter(|t| t.name == name).count() <= 1
+            && self.clusters.iter().filter(|c| c.name == cluster).count() == 1
+    }
+
+    /// The YAML files below the targets search paths, in order; a search path written in
+    /// nyl.toml that is missing or leaves the project is a problem.
+    fn targets_files(&mut self, diags: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
+        let mut out = Vec::new();
         for name in self.config.targets_search_paths.clone() {
             let dir = self.config_dir.join(&name);
             if !dir.is_dir() {
@@ -620,13 +696,32 @@ impl Project {
                 .filter_map(Result::ok)
                 .filter(|e| !e.file_type().is_dir() && is_yaml(e.path()))
                 .map(walkdir::DirEntry::into_path);
-            for path in files.collect::<Vec<_>>() {
-                let (_, docs, problems) = self.read_yaml(&path);
+            out.extend(files);
+        }
+        out
+    }
+
+    /// A targets file's text; the problems of reading it go to `diags`.
+    fn read_targets_text(
+        &mut self,
+        path: &Path,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<(FileId, String)> {
+        match self.read_text(path) {
+            Read::Text(file, text) => Some((file, text)),
+            Read::Failed(_, problems) => {
                 diags.extend(problems);
-                for doc in docs {
-                    self.load_target_doc(&doc, diags);
-                }
+                None
             }
+        }
+    }
+
+    /// Parses a targets file's text and loads its Clusters and DeploymentTargets.
+    fn load_targets_text(&mut self, file: FileId, text: &str, diags: &mut Vec<Diagnostic>) {
+        let (docs, problems) = self.parse_documents(text, file, Mode::Strict);
+        diags.extend(problems);
+        for doc in docs {
+            self.load_target_doc(&doc.node, diags);
         }
     }
 
@@ -1190,4 +1285,12 @@ fn toml_to_node(text: &str, file: FileId) -> Result<Node, Diagnostic> {
         file,
         &line_of,
     ))
+}
+
+/// The documents' heads of a YAML text, from the cheap scan; `None` when it is unsure of one.
+fn heads(text: &str) -> Option<Vec<yaml::Head>> {
+    yaml::split(text)
+        .iter()
+        .map(|piece| yaml::scan(piece.text(text)))
+        .collect()
 }
