@@ -5,7 +5,7 @@
 pub mod scan;
 pub mod schema_files;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -611,25 +611,40 @@ impl Project {
         }
     }
 
-    /// Loads the targets files, every one in full, or with `only` those that define the target
-    /// `only` or its Cluster (and those the scan is unsure of); false when that is not exact: the
-    /// target or its Cluster is not defined exactly once among them.
+    /// Loads the targets files: every one in full, or with `only` the files that may matter to
+    /// the target `only` (see [`Project::load_targets_of`]). False when that is not exact: the
+    /// target or its Cluster is not defined exactly once among the files read.
     fn load_targets(&mut self, only: Option<&str>, diags: &mut Vec<Diagnostic>) -> bool {
-        let Some(name) = only else {
-            for path in self.targets_files(diags) {
-                if let Some((file, text)) = self.read_targets_text(&path, diags) {
-                    self.load_targets_text(file, &text, diags);
+        match only {
+            Some(name) => self.load_targets_of(name, diags),
+            None => {
+                for path in self.targets_files(diags) {
+                    if let Some((file, text)) = self.read_targets_text(&path, diags) {
+                        self.load_targets_text(file, &text, diags);
+                    }
                 }
+                true
             }
-            return true;
+        }
+    }
+
+    /// Loads, of the targets files, those a run for the target `name` needs in full: the files
+    /// that define something named as the target or its Cluster (its own files, whose problems
+    /// are its own), those that define something named as an object of those (a duplicate
+    /// reported there would be the target's problem too), one in Nyl's group when templating
+    /// follows the project's shape, and every file whose documents the scan is unsure of. The
+    /// other files are read and scanned only, so the limits on reading count what a full load
+    /// counts. The objects are kept in the order of a full load. False when the target or its
+    /// Cluster is not defined exactly once.
+    fn load_targets_of(&mut self, name: &str, diags: &mut Vec<Diagnostic>) -> bool {
+        let named = |heads: &[yaml::Head], wanted: &dyn Fn(&str) -> bool| {
+            heads.iter().any(|h| h.name.as_deref().is_some_and(wanted))
         };
-        // Every file is read, so the limits on reading count what they count in a full load; a
-        // file is parsed when the scan of a document is unsure or finds the target's name.
         let mut scanned = Vec::new();
         for path in self.targets_files(diags) {
             if let Some((file, text)) = self.read_targets_text(&path, diags) {
                 match heads(&text) {
-                    Some(heads) if !heads.iter().any(|h| h.name.as_deref() == Some(name)) => {
+                    Some(heads) if !named(&heads, &|n| n == name) => {
                         scanned.push((file, text, heads));
                     }
                     _ => self.load_targets_text(file, &text, diags),
@@ -642,15 +657,27 @@ impl Project {
             .find(|t| t.name == name)
             .map_or(name, |t| t.cluster_ref.as_str())
             .to_string();
-        // Whether templating follows the project's shape, which a document in Nyl's group sets.
         let by_shape = self.config.templating.is_none() && !self.config.nyl_keys;
-        for (file, text, heads) in scanned {
-            let gitops = |h: &yaml::Head| h.api_version.as_deref() == Some(objects::GITOPS_API);
+        let gitops = |h: &yaml::Head| h.api_version.as_deref() == Some(objects::GITOPS_API);
+        scanned.retain(|(file, text, heads)| {
             let shapes = by_shape && !self.nyl_shaped && heads.iter().any(gitops);
-            if shapes || heads.iter().any(|h| h.name.as_deref() == Some(&cluster)) {
+            let read = shapes || named(heads, &|n| n == cluster);
+            if read {
+                self.load_targets_text(*file, text, diags);
+            }
+            !read
+        });
+        let loaded: HashSet<String> = (self.targets.iter().map(|t| t.name.clone()))
+            .chain(self.clusters.iter().map(|c| c.name.clone()))
+            .collect();
+        for (file, text, heads) in scanned {
+            if named(&heads, &|n| loaded.contains(n)) {
                 self.load_targets_text(file, &text, diags);
             }
         }
+        // Files come in order and each file's documents in order: sorted by where they are.
+        Arc::make_mut(&mut self.targets).sort_by_key(|t| (t.loc.file, t.loc.line));
+        Arc::make_mut(&mut self.clusters).sort_by_key(|c| (c.loc.file, c.loc.line));
         self.targets.iter().filter(|t| t.name == name).count() <= 1
             && self.clusters.iter().filter(|c| c.name == cluster).count() == 1
     }

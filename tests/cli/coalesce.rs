@@ -45,7 +45,7 @@ fn helm_values(chart: &str, user_json: &str) -> BTreeMap<String, Value> {
 /// render (by name, alias for an aliased one) are given per case, so a subchart that tags or a
 /// condition switch off is shown to stay off.
 fn differential(chart: &str, cases: &[(&str, &[&str])]) {
-    let (mut project, _) = Project::load(root().join("tests/fixtures/coalesce"))
+    let (mut project, _) = Project::load(root().join("tests/fixtures/coalesce"), None)
         .map_err(|_| ())
         .expect("project");
     let dir = root().join("tests/fixtures/coalesce/charts").join(chart);
