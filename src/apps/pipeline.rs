@@ -86,7 +86,7 @@ pub struct Session {
     runtime_target_values: Option<Node>,
 }
 
-/// The project of a run, loaded once (`nyl.toml` and every targets file) with the problems of
+/// The project of a run, loaded once (`nyl.toml` and the targets files) with the problems of
 /// loading it. Every session of the run (each app render of `validate`, `render-tree`, `diff`)
 /// starts from a copy of it, so no file of it is read twice; the copies share its catalog (each
 /// adds only its own files and objects over it, see [`Catalog::over`]).

@@ -5,7 +5,7 @@
 pub mod scan;
 pub mod schema_files;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -629,25 +629,23 @@ impl Project {
     }
 
     /// Loads, of the targets files, those a run for the target `name` needs in full: the files
-    /// that define something named as the target or its Cluster (its own files, whose problems
-    /// are its own), those that define something named as an object of those (a duplicate
-    /// reported there would be the target's problem too), one in Nyl's group when templating
-    /// follows the project's shape, and every file whose documents the scan is unsure of. The
-    /// other files are read and scanned only, so the limits on reading count what a full load
-    /// counts. The objects are kept in the order of a full load. False when the target or its
-    /// Cluster is not defined exactly once.
+    /// that define something named as the target, or a Cluster named as its Cluster (its own
+    /// files, whose problems are its own); those that define a Cluster or DeploymentTarget named
+    /// as one loaded from those (a duplicate reported there would be the target's problem too);
+    /// and one in Nyl's group when templating follows the project's shape. Every other file is
+    /// read (so the limits on reading count what a full load counts) and looked at only as far as
+    /// needed to be sure that it defines none of these ([`Unparsed::may_define`]). The objects
+    /// are kept in the order of a full load. False when the target or its Cluster is not defined
+    /// exactly once.
     fn load_targets_of(&mut self, name: &str, diags: &mut Vec<Diagnostic>) -> bool {
-        let named = |heads: &[yaml::Head], wanted: &dyn Fn(&str) -> bool| {
-            heads.iter().any(|h| h.name.as_deref().is_some_and(wanted))
-        };
-        let mut scanned = Vec::new();
+        let mut unparsed = Vec::new();
         for path in self.targets_files(diags) {
             if let Some((file, text)) = self.read_targets_text(&path, diags) {
-                match heads(&text) {
-                    Some(heads) if !named(&heads, &|n| n == name) => {
-                        scanned.push((file, text, heads));
-                    }
-                    _ => self.load_targets_text(file, &text, diags),
+                let mut file = Unparsed::new(file, text);
+                if file.may_define(&[name], |h| h.name.as_deref() == Some(name)) {
+                    self.load_targets_text(file.id, &file.text, diags);
+                } else {
+                    unparsed.push(file);
                 }
             }
         }
@@ -658,21 +656,28 @@ impl Project {
             .map_or(name, |t| t.cluster_ref.as_str())
             .to_string();
         let by_shape = self.config.templating.is_none() && !self.config.nyl_keys;
-        let gitops = |h: &yaml::Head| h.api_version.as_deref() == Some(objects::GITOPS_API);
-        scanned.retain(|(file, text, heads)| {
-            let shapes = by_shape && !self.nyl_shaped && heads.iter().any(gitops);
-            let read = shapes || named(heads, &|n| n == cluster);
+        unparsed.retain_mut(|file| {
+            let shapes = by_shape
+                && !self.nyl_shaped
+                && file.may_define(&[objects::GITOPS_API], |h| {
+                    h.api_version.as_deref() == Some(objects::GITOPS_API)
+                });
+            let read = shapes || file.may_define_object("Cluster", &cluster);
             if read {
-                self.load_targets_text(*file, text, diags);
+                self.load_targets_text(file.id, &file.text, diags);
             }
             !read
         });
-        let loaded: HashSet<String> = (self.targets.iter().map(|t| t.name.clone()))
-            .chain(self.clusters.iter().map(|c| c.name.clone()))
+        let loaded: Vec<(&str, String)> = (self.targets.iter())
+            .map(|t| ("DeploymentTarget", t.name.clone()))
+            .chain(self.clusters.iter().map(|c| ("Cluster", c.name.clone())))
             .collect();
-        for (file, text, heads) in scanned {
-            if named(&heads, &|n| loaded.contains(n)) {
-                self.load_targets_text(file, &text, diags);
+        for mut file in unparsed {
+            if loaded
+                .iter()
+                .any(|(kind, n)| file.may_define_object(kind, n))
+            {
+                self.load_targets_text(file.id, &file.text, diags);
             }
         }
         // Files come in order and each file's documents in order: sorted by where they are.
@@ -1312,6 +1317,58 @@ fn toml_to_node(text: &str, file: FileId) -> Result<Node, Diagnostic> {
         file,
         &line_of,
     ))
+}
+
+/// A targets file read and not parsed: what a run for one target needs to know of it is whether
+/// it defines something, which is looked at as cheaply as can be sure.
+struct Unparsed {
+    id: FileId,
+    text: String,
+    /// No `\` anywhere: every string of the file is then written as it reads, but for line
+    /// folding (which makes spaces and line breaks) and a single-quoted `''` (which makes `'`).
+    plain: bool,
+    /// Its documents' heads, once scanned; `None` inside when the scan is unsure of one.
+    heads: Option<Option<Vec<yaml::Head>>>,
+}
+
+impl Unparsed {
+    fn new(id: FileId, text: String) -> Unparsed {
+        Unparsed {
+            id,
+            plain: !text.contains('\\'),
+            text,
+            heads: None,
+        }
+    }
+
+    /// Whether one of its documents may be one that `wanted` picks out by its head, which holds
+    /// every string of `texts`: false only when the file is sure to hold none. A file that
+    /// does not hold one of `texts` as written holds no document with it as its `apiVersion`,
+    /// `kind` or name (each string read as written: no whitespace, `'` or `\` in it, and none
+    /// in the file); otherwise its documents are scanned, and one the scan is unsure of may be
+    /// anything.
+    fn may_define(&mut self, texts: &[&str], wanted: impl Fn(&yaml::Head) -> bool) -> bool {
+        let as_written = |t: &&str| {
+            t.bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'\'' && b != b'\\')
+        };
+        if self.plain
+            && texts.iter().all(as_written)
+            && !texts.iter().all(|t| self.text.contains(t))
+        {
+            return false;
+        }
+        let text = &self.text;
+        let heads = self.heads.get_or_insert_with(|| heads(text));
+        heads.as_ref().is_none_or(|heads| heads.iter().any(wanted))
+    }
+
+    /// Whether it may define an object of `kind` named `name`.
+    fn may_define_object(&mut self, kind: &str, name: &str) -> bool {
+        self.may_define(&[kind, name], |h| {
+            h.kind.as_deref() == Some(kind) && h.name.as_deref() == Some(name)
+        })
+    }
 }
 
 /// The documents' heads of a YAML text, from the cheap scan; `None` when it is unsure of one.
