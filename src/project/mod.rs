@@ -641,8 +641,9 @@ impl Project {
         let mut unparsed = Vec::new();
         for path in self.targets_files(diags) {
             if let Some((file, text)) = self.read_targets_text(&path, diags) {
-                let mut file = Unparsed::new(file, text);
-                if file.may_define(&[name], |h| h.name.as_deref() == Some(name)) {
+                let file = Unparsed::new(file, text);
+                // A file that holds the target's name most likely defines it: no scan first.
+                if file.may_hold(&[name]) {
                     self.load_targets_text(file.id, &file.text, diags);
                 } else {
                     unparsed.push(file);
@@ -1342,25 +1343,27 @@ impl Unparsed {
     }
 
     /// Whether one of its documents may be one that `wanted` picks out by its head, which holds
-    /// every string of `texts`: false only when the file is sure to hold none. A file that
-    /// does not hold one of `texts` as written holds no document with it as its `apiVersion`,
-    /// `kind` or name (each string read as written: no whitespace, `'` or `\` in it, and none
-    /// in the file); otherwise its documents are scanned, and one the scan is unsure of may be
-    /// anything.
+    /// every string of `texts`: false only when the file is sure to hold none. When it may
+    /// hold them ([`Unparsed::may_hold`]) its documents are scanned, and one the scan is unsure
+    /// of may be anything.
     fn may_define(&mut self, texts: &[&str], wanted: impl Fn(&yaml::Head) -> bool) -> bool {
-        let as_written = |t: &&str| {
-            t.bytes()
-                .all(|b| b.is_ascii_graphic() && b != b'\'' && b != b'\\')
-        };
-        if self.plain
-            && texts.iter().all(as_written)
-            && !texts.iter().all(|t| self.text.contains(t))
-        {
+        if !self.may_hold(texts) {
             return false;
         }
         let text = &self.text;
         let heads = self.heads.get_or_insert_with(|| heads(text));
         heads.as_ref().is_none_or(|heads| heads.iter().any(wanted))
+    }
+
+    /// Whether it may hold a document with every string of `texts` as its `apiVersion`, `kind`
+    /// or name: false when it does not hold one of them as written (each read as written: no
+    /// whitespace, `'` or `\` in it, and no `\` in the file).
+    fn may_hold(&self, texts: &[&str]) -> bool {
+        let as_written = |t: &&str| {
+            t.bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'\'' && b != b'\\')
+        };
+        !self.plain || !texts.iter().all(as_written) || texts.iter().all(|t| self.text.contains(t))
     }
 
     /// Whether it may define an object of `kind` named `name`.
@@ -1377,4 +1380,54 @@ fn heads(text: &str) -> Option<Vec<yaml::Head>> {
         .iter()
         .map(|piece| yaml::scan(piece.text(text)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unparsed(text: &str) -> Unparsed {
+        Unparsed::new(FileId(0), text.to_string())
+    }
+
+    const WEB: &str = "apiVersion: k8s.nyl/v1\nkind: DeploymentTarget\nmetadata: {name: web}\n\
+                       spec:\n  clusterRef: {name: prod}\n";
+
+    #[test]
+    fn a_file_without_the_strings_is_not_scanned() {
+        let mut file = unparsed(WEB);
+        assert!(!file.may_define_object("Cluster", "prod"));
+        assert!(!file.may_define(&["batch"], |h| h.name.as_deref() == Some("batch")));
+        assert!(file.heads.is_none());
+    }
+
+    #[test]
+    fn a_name_written_elsewhere_is_told_apart_by_the_scan() {
+        let mut file = unparsed(WEB);
+        assert!(!file.may_define(&["prod"], |h| h.name.as_deref() == Some("prod")));
+        assert!(file.heads.is_some());
+        assert!(file.may_define_object("DeploymentTarget", "web"));
+        assert!(!file.may_define_object("Cluster", "web"));
+    }
+
+    #[test]
+    fn what_is_not_written_as_it_reads_is_scanned() {
+        // `\x65` reads as `e`: the name is `web`, though `web` is not written.
+        let escaped =
+            "apiVersion: k8s.nyl/v1\nkind: DeploymentTarget\nmetadata: {name: \"w\\x65b\"}\n";
+        assert!(unparsed(escaped).may_define_object("DeploymentTarget", "web"));
+        // A name that is not written as it reads (`''` reads as `'`) is looked for by the scan.
+        let mut file = unparsed(WEB);
+        assert!(!file.may_define(&["it's"], |h| h.name.as_deref() == Some("it's")));
+        assert!(file.heads.is_some());
+    }
+
+    #[test]
+    fn a_document_the_scan_is_unsure_of_may_define_anything() {
+        let alias =
+            "apiVersion: k8s.nyl/v1\nkind: DeploymentTarget\nx: &n web\nmetadata: {name: *n}\n";
+        let mut file = unparsed(alias);
+        assert!(file.may_define_object("DeploymentTarget", "web"));
+        assert_eq!(file.heads, Some(None));
+    }
 }
