@@ -630,8 +630,8 @@ impl Project {
 
     /// Loads, of the targets files, those a run for the target `name` needs in full: the files
     /// that define something named as the target, or a Cluster named as its Cluster (its own
-    /// files, whose problems are its own); those that define a Cluster or DeploymentTarget named
-    /// as one loaded from those (a duplicate reported there would be the target's problem too);
+    /// files, whose problems are its own); those that define another Cluster or DeploymentTarget
+    /// of its own files (a duplicate reported there would be the target's problem too);
     /// and one in Nyl's group when templating follows the project's shape. Every other file is
     /// read (so the limits on reading count what a full load counts) and looked at only as far as
     /// needed to be sure that it defines none of these ([`Unparsed::may_define`]). The objects
@@ -669,12 +669,36 @@ impl Project {
             }
             !read
         });
-        let loaded: Vec<(&str, String)> = (self.targets.iter())
-            .map(|t| ("DeploymentTarget", t.name.clone()))
-            .chain(self.clusters.iter().map(|c| ("Cluster", c.name.clone())))
+        // The other objects of its own files: every definition of the target's name and of its
+        // Cluster is loaded already.
+        let own: Vec<FileId> = (self
+            .targets
+            .iter()
+            .filter(|t| t.name == name)
+            .map(|t| t.loc))
+        .chain(
+            self.clusters
+                .iter()
+                .filter(|c| c.name == cluster)
+                .map(|c| c.loc),
+        )
+        .map(|loc| loc.file)
+        .collect();
+        let objects = (self
+            .targets
+            .iter()
+            .map(|t| ("DeploymentTarget", &t.name, t.loc)))
+        .chain(self.clusters.iter().map(|c| ("Cluster", &c.name, c.loc)));
+        let others: Vec<(&str, String)> = objects
+            .filter(|(kind, n, loc)| {
+                own.contains(&loc.file)
+                    && *n != name
+                    && (*kind, n.as_str()) != ("Cluster", &cluster)
+            })
+            .map(|(kind, n, _)| (kind, n.clone()))
             .collect();
         for mut file in unparsed {
-            if loaded
+            if others
                 .iter()
                 .any(|(kind, n)| file.may_define_object(kind, n))
             {
