@@ -182,9 +182,9 @@ impl Project {
     /// usable (with defaults and the objects that did load) so that a run can report everything.
     ///
     /// `only` names the one target a run needs (it renders for that target alone): then only the
-    /// targets files that define it or its Cluster are read in full, and the others are scanned
-    /// for the names they define ([`Project::load_targets`]); their problems are `nyl validate`'s
-    /// to report. When that is not exact (the target or its Cluster is missing or defined twice,
+    /// targets files that define it or its Cluster (and the few others that concern them) are
+    /// read in full, and the others are looked at only for what they define
+    /// ([`Project::load_targets_of`]); their problems are `nyl validate`'s to report. When that is not exact (the target or its Cluster is missing or defined twice,
     /// or a layout chooses its apps' targets), every file is read in full, as with `None`.
     pub fn load(
         root: PathBuf,
@@ -239,8 +239,8 @@ impl Project {
             budget,
         };
         let mut diags = warnings;
-        // A layout may deploy its apps to any target, which the run does not know yet.
-        // The scan cannot tell an empty name from an absent one.
+        // Only a target known in advance: a layout may deploy its apps to any target. And a named
+        // one: the scan cannot tell an empty name from an absent one.
         let layouts = &project.config.layouts;
         let only =
             only.filter(|n| !n.is_empty() && layouts.iter().all(|(l, _)| l.target.is_none()));
@@ -669,33 +669,27 @@ impl Project {
             }
             !read
         });
-        // The other objects of its own files: every definition of the target's name and of its
-        // Cluster is loaded already.
-        let own: Vec<FileId> = (self
+        // The other objects of its own files: everything named as the target, and every Cluster
+        // named as its Cluster, is loaded already.
+        let targets = self
             .targets
             .iter()
-            .filter(|t| t.name == name)
-            .map(|t| t.loc))
-        .chain(
-            self.clusters
-                .iter()
-                .filter(|c| c.name == cluster)
-                .map(|c| c.loc),
-        )
-        .map(|loc| loc.file)
-        .collect();
-        let objects = (self
-            .targets
+            .map(|t| ("DeploymentTarget", &t.name, t.loc));
+        let clusters = self.clusters.iter().map(|c| ("Cluster", &c.name, c.loc));
+        let objects: Vec<(&str, &String, Loc)> = targets.chain(clusters).collect();
+        let is_own = |kind: &str, n: &str| {
+            (kind, n) == ("DeploymentTarget", name) || (kind, n) == ("Cluster", &cluster)
+        };
+        let loaded = |kind: &str, n: &str| n == name || (kind, n) == ("Cluster", &cluster);
+        let own: Vec<FileId> = objects
             .iter()
-            .map(|t| ("DeploymentTarget", &t.name, t.loc)))
-        .chain(self.clusters.iter().map(|c| ("Cluster", &c.name, c.loc)));
+            .filter(|(kind, n, _)| is_own(kind, n))
+            .map(|(_, _, loc)| loc.file)
+            .collect();
         let others: Vec<(&str, String)> = objects
-            .filter(|(kind, n, loc)| {
-                own.contains(&loc.file)
-                    && *n != name
-                    && (*kind, n.as_str()) != ("Cluster", &cluster)
-            })
-            .map(|(kind, n, _)| (kind, n.clone()))
+            .iter()
+            .filter(|(kind, n, loc)| own.contains(&loc.file) && !loaded(kind, n))
+            .map(|(kind, n, _)| (*kind, (*n).clone()))
             .collect();
         for mut file in unparsed {
             if others
