@@ -184,8 +184,9 @@ impl Project {
     /// `only` names the one target a run needs (it renders for that target alone): then only the
     /// targets files that define it or its Cluster (and the few others that concern them) are
     /// read in full, and the others are looked at only for what they define
-    /// ([`Project::load_targets_of`]); their problems are `nyl validate`'s to report. When that is not exact (the target or its Cluster is missing or defined twice,
-    /// or a layout chooses its apps' targets), every file is read in full, as with `None`.
+    /// ([`Project::load_targets_of`]); their problems are `nyl validate`'s to report. When that
+    /// is not exact (the target or its Cluster is missing or defined twice, or a layout chooses
+    /// its apps' targets), every file is read in full, as with `None`.
     pub fn load(
         root: PathBuf,
         only: Option<&str>,
