@@ -4,9 +4,9 @@
 //! - The key hashes nyl's version, the helm binary (version, size, modification time: probed once
 //!   per binary), the exact arguments Helm is given (each length-prefixed, as raw bytes) and the
 //!   values on its stdin. A local chart's directory argument is replaced by the digest of every
-//!   file below it (raw file-name bytes and contents, vendored `charts/` and the contract
-//!   included), so repository paths never enter the key: Argo CD unpacks a fresh copy of the
-//!   repository for every request.
+//!   file below it (raw file-name bytes and each file's digest, in name order; vendored `charts/`
+//!   and the contract included; the files hashed on two threads), so repository paths never
+//!   enter the key: Argo CD unpacks a fresh copy of the repository for every request.
 //! - A remote chart with an exact version is keyed by its arguments (repository, chart, version),
 //!   and a hit needs no `helm pull`: a version tag is trusted not to move. Without one (none, or a
 //!   range) what Helm resolves can change under the same inputs, so the chart is pulled every run
@@ -14,11 +14,12 @@
 //! - Keys and entry digests are BLAKE3 (256 bits, collision-resistant, several times faster than
 //!   SHA-256 on the megabytes of a large chart and its output).
 //! - An entry is the output as classified: Helm's bytes, then the index of its documents
-//!   ([`Output::index`]), then a trailer of fixed length, `nyl-cache-v5 <key> <digest> <index
-//!   length> <output length>\n` (lengths of 20 digits), verified whole against its digest on
-//!   every read: a corrupt, truncated or misplaced entry is a miss and a warning, never wrong
-//!   output. A hit does no YAML work and reads the entry with one `read` into the buffer whose
-//!   front, Helm's bytes, it passes on.
+//!   ([`Output::index`], binary), then a trailer of fixed length, `nyl-cache-v6 <key> <digest>
+//!   <index length> <output length>\n` (lengths of 20 digits), verified whole against its
+//!   digest on every read: a corrupt, truncated or misplaced entry is a miss and a warning,
+//!   never wrong output. The digest is the BLAKE3 of the BLAKE3 digests of the body's two
+//!   halves, so a hit reads and hashes the halves on two threads. A hit does no YAML work and
+//!   reads the body into the buffer whose front, Helm's bytes, it passes on.
 //! - Only a directory the user owns and nobody else can write is used, and only entries the user
 //!   owns and nobody else can write are served: anything else may hold renders nyl never wrote.
 //!   nyl creates the directory `0700` and entries `0600`. A directory or entry that fails the
@@ -50,7 +51,10 @@ use crate::helm::{create_private_dir, Failure, Helm, Template};
 use nyl_core::expansion::manifest::Output;
 use nyl_core::project::objects::ChartSource;
 
-const MAGIC: &str = "nyl-cache-v5";
+const MAGIC: &str = "nyl-cache-v6";
+/// From this size on, an entry's halves are read and hashed on two threads: below it, starting
+/// a thread costs more than it saves.
+const PARALLEL_BYTES: usize = 1 << 20;
 /// The length of an entry's trailer: magic, key and digest (64 hex digits each), two lengths of
 /// 20 digits, the spaces between and a line break.
 const TRAILER: usize = MAGIC.len() + 1 + 64 + 1 + 64 + 1 + 20 + 1 + 20 + 1;
@@ -328,16 +332,18 @@ impl Cache {
             }
         }
         files.sort();
-        let mut h = blake3::Hasher::new();
-        // One buffer for all the files: a chart's megabytes are not allocated anew per file.
-        let mut content = Vec::new();
-        for (rel, path) in files {
+        // Each file's digest on two threads (a chart's CRDs are megabytes), joined in name order.
+        let digests = on_two_threads(&files, |(_, path), content| {
             content.clear();
-            fs::File::open(&path)
-                .and_then(|mut f| f.read_to_end(&mut content))
+            fs::File::open(path)
+                .and_then(|mut f| f.read_to_end(content))
                 .ok()?;
-            put(&mut h, &rel);
-            put(&mut h, &content);
+            Some(blake3::hash(content))
+        })?;
+        let mut h = blake3::Hasher::new();
+        for ((rel, _), digest) in files.iter().zip(digests) {
+            put(&mut h, rel);
+            h.update(digest.as_bytes());
         }
         let digest = h.finalize().to_hex().to_string();
         if let Ok(mut map) = self.chart_digests.lock() {
@@ -408,10 +414,7 @@ impl Cache {
                 .mode(0o600)
                 .open(&tmp)?;
             let (index, raw) = (output.index(), output.raw.as_bytes());
-            let digest = blake3::Hasher::new()
-                .update(raw)
-                .update(index.as_bytes())
-                .finalize();
+            let digest = body_digest(&[raw, &index]);
             let trailer = format!(
                 "{MAGIC} {key} {} {:020} {:020}\n",
                 digest.to_hex(),
@@ -420,7 +423,7 @@ impl Cache {
             );
             debug_assert_eq!(trailer.len(), TRAILER);
             // Parts written as they are: the output is not copied into one buffer first.
-            for part in [raw, index.as_bytes(), trailer.as_bytes()] {
+            for part in [raw, &index, trailer.as_bytes()] {
                 file.write_all(part)?;
             }
             // No fsync: an entry torn by a crash fails verification and is a miss, so the rename
@@ -683,15 +686,15 @@ fn is_exact_version(v: &str) -> bool {
 }
 
 /// The output an entry of `len` bytes holds, if its trailer names `key` and its digest matches
-/// its content. The entry is read with one `read` into one buffer; Helm's bytes, at its front,
-/// stay there and are what the output passes on.
+/// its content. The trailer is read first, so an entry of another key or format costs no more;
+/// then the body with one `read` per half into one buffer, each half read and hashed on a
+/// thread of its own when it is large; Helm's bytes, at the buffer's front, stay there and are
+/// what the output passes on.
 fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
-    let mut entry = vec![0; len];
-    file.read_exact_at(&mut entry, 0).ok()?;
     let body = len.checked_sub(TRAILER)?;
-    let trailer = std::str::from_utf8(&entry[body..])
-        .ok()?
-        .strip_suffix('\n')?;
+    let mut trailer = [0; TRAILER];
+    file.read_exact_at(&mut trailer, body as u64).ok()?;
+    let trailer = std::str::from_utf8(&trailer).ok()?.strip_suffix('\n')?;
     let mut parts = trailer.split(' ');
     let (magic, entry_key, digest, index_len, raw_len) = (
         parts.next()?,
@@ -707,12 +710,105 @@ fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
     {
         return None;
     }
-    if blake3::Hash::from_hex(digest).ok()? != blake3::hash(&entry[..body]) {
+    let digest = blake3::Hash::from_hex(digest).ok()?;
+    let mut entry = vec![0; body];
+    let (left, right) = entry.split_at_mut(body / 2);
+    let read_half = |half: &mut [u8], at: usize| {
+        file.read_exact_at(half, at as u64).ok()?;
+        Some(blake3::hash(half))
+    };
+    let (left, right) = if body >= PARALLEL_BYTES {
+        std::thread::scope(|s| {
+            let right = s.spawn(|| read_half(right, body / 2));
+            (read_half(left, 0), right.join().ok().flatten())
+        })
+    } else {
+        (read_half(left, 0), read_half(right, body / 2))
+    };
+    if joined(left?, right?) != digest {
         return None;
     }
-    let docs = Output::decode_index(&entry[raw_len..body])?;
-    entry.truncate(raw_len);
-    Output::new(docs, String::from_utf8(entry).ok()?)
+    // Helm's bytes are checked to be UTF-8 on one thread while the index is decoded on the
+    // other (the index, a few percent of the entry, is moved off the buffer's end for that).
+    let index = entry.split_off(raw_len);
+    let (docs, raw) = if raw_len >= PARALLEL_BYTES {
+        std::thread::scope(|s| {
+            let raw = s.spawn(|| String::from_utf8(entry).ok());
+            (Output::decode_index(&index), raw.join().ok().flatten())
+        })
+    } else {
+        (Output::decode_index(&index), String::from_utf8(entry).ok())
+    };
+    Output::new(docs?, raw?)
+}
+
+/// The digest of an entry's body (the concatenation of `parts`): the BLAKE3 of the BLAKE3 of
+/// each half (the first `len / 2` bytes, then the rest), so that a hit can read and verify the
+/// halves in parallel. The halves are hashed on two threads when the body is large.
+fn body_digest(parts: &[&[u8]]) -> blake3::Hash {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let half = |range: std::ops::Range<usize>| {
+        let mut h = blake3::Hasher::new();
+        let mut at = 0;
+        for part in parts {
+            let (start, end) = (range.start.max(at), range.end.min(at + part.len()));
+            if start < end {
+                h.update(&part[start - at..end - at]);
+            }
+            at += part.len();
+        }
+        h.finalize()
+    };
+    let (left, right) = if len >= PARALLEL_BYTES {
+        std::thread::scope(|s| {
+            let right = s.spawn(|| half(len / 2..len));
+            let left = half(0..len / 2);
+            (left, right.join().unwrap_or_else(|_| half(len / 2..len)))
+        })
+    } else {
+        (half(0..len / 2), half(len / 2..len))
+    };
+    joined(left, right)
+}
+
+/// The digest of two halves' digests.
+fn joined(left: blake3::Hash, right: blake3::Hash) -> blake3::Hash {
+    blake3::Hasher::new()
+        .update(left.as_bytes())
+        .update(right.as_bytes())
+        .finalize()
+}
+
+/// `f` of each item, in order, computed on two threads (each with a buffer of its own, reused
+/// from item to item); `None` when `f` is `None` for any.
+fn on_two_threads<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T, &mut Vec<u8>) -> Option<R> + Sync,
+) -> Option<Vec<R>> {
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut buffer = Vec::new();
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return Some(done);
+            };
+            done.push((i, f(item, &mut buffer)?));
+        }
+    };
+    let (mut a, b) = if items.len() > 1 {
+        std::thread::scope(|s| {
+            let other = s.spawn(work);
+            (work(), other.join().ok().flatten())
+        })
+    } else {
+        (work(), Some(Vec::new()))
+    };
+    let a_done = a.as_mut()?;
+    a_done.extend(b?);
+    a_done.sort_unstable_by_key(|(i, _)| *i);
+    a.map(|done| done.into_iter().map(|(_, r)| r).collect())
 }
 
 #[cfg(test)]
@@ -823,34 +919,121 @@ mod tests {
     }
 
     #[test]
+    fn a_chart_is_keyed_by_its_files_content_wherever_it_is() {
+        let top = scratch("chart-content");
+        let c = cache(&top, u64::MAX);
+        let key = |name: &str, files: &[(&str, &str)]| {
+            let dir = top.join(name);
+            for (file, content) in files {
+                fs::create_dir_all(dir.join(file).parent().unwrap()).unwrap();
+                fs::write(dir.join(file), content).unwrap();
+            }
+            c.key(&template(&ChartSource::Local(dir), &[])).unwrap()
+        };
+        let files = [
+            ("Chart.yaml", "name: c\n"),
+            ("crds/a.yaml", "kind: A\n"),
+            ("crds/b.yaml", "kind: B\n"),
+            ("templates/x.yaml", "kind: X\n"),
+        ];
+        let base = key("one", &files);
+        assert_eq!(
+            key("two", &files),
+            base,
+            "another directory, the same content"
+        );
+        let mut changed = files;
+        changed[2].1 = "kind: C\n";
+        assert_ne!(key("three", &changed), base, "one file changed");
+        let mut swapped = files;
+        (swapped[1].1, swapped[2].1) = (files[2].1, files[1].1);
+        assert_ne!(
+            key("four", &swapped),
+            base,
+            "contents swapped between files"
+        );
+        let mut more = files.to_vec();
+        more.push(("templates/y.yaml", ""));
+        assert_ne!(key("five", &more), base, "an empty file added");
+        let _ = fs::remove_dir_all(&top);
+    }
+
+    #[test]
     fn entries_verify_only_when_whole_and_for_their_own_key() {
         let dir = scratch("verify");
         let c = cache(&dir, u64::MAX);
         let key = "ab".repeat(32);
-        let raw = "---\nkind: ConfigMap\n";
-        c.write(&key, &Output::classify(raw.to_string()));
-        let path = c.entry_path(&key);
-        let entry = fs::read_to_string(&path).unwrap();
-        let read = |text: &str, key: &str| {
-            fs::write(&path, text).unwrap();
-            c.read(key).map(|o| o.raw.to_string())
-        };
-        assert_eq!(read(&entry, &key).as_deref(), Some(raw));
-        // Moved: the same file under another key's name.
-        let other = "cd".repeat(32);
-        fs::create_dir_all(c.entry_path(&other).parent().unwrap()).unwrap();
-        fs::copy(&path, c.entry_path(&other)).unwrap();
-        assert_eq!(c.read(&other).map(|o| o.raw.to_string()), None, "moved");
-        assert_eq!(read(&entry[..entry.len() - 3], &key), None, "truncated");
-        assert_eq!(read(&format!("{entry}x"), &key), None, "extended");
-        assert_eq!(
-            read(&entry.replace("ConfigMap", "ConfigMaq"), &key),
-            None,
-            "corrupt"
+        // Large enough that both halves are read and hashed on threads of their own; a
+        // document with a name that is not ASCII, so the index holds UTF-8 too.
+        let small = "---\nkind: ConfigMap\nmetadata:\n  name: caf\u{e9}\n".to_string();
+        let large = format!(
+            "{small}{}",
+            "---\nkind: Secret\n".repeat(PARALLEL_BYTES / 10)
         );
-        assert_eq!(read("garbage", &key), None);
-        assert_eq!(read(&entry, &key).as_deref(), Some(raw), "the control");
+        for raw in [small, large] {
+            c.write(&key, &Output::classify(raw.clone()));
+            let path = c.entry_path(&key);
+            let entry = fs::read(&path).unwrap();
+            let read = |bytes: &[u8], key: &str| {
+                fs::write(&path, bytes).unwrap();
+                c.read(key).map(|o| o.raw.to_string())
+            };
+            assert_eq!(read(&entry, &key).as_deref(), Some(raw.as_str()));
+            // Moved: the same file under another key's name.
+            let other = "cd".repeat(32);
+            fs::create_dir_all(c.entry_path(&other).parent().unwrap()).unwrap();
+            fs::copy(&path, c.entry_path(&other)).unwrap();
+            assert_eq!(c.read(&other).map(|o| o.raw.to_string()), None, "moved");
+            let n = entry.len();
+            assert_eq!(read(&entry[..n - 3], &key), None, "truncated");
+            assert_eq!(read(&entry[..TRAILER], &key), None, "no body");
+            assert_eq!(read(&entry[n - TRAILER..], &key), None, "the trailer alone");
+            assert_eq!(read(&[&entry[..], b"x"].concat(), &key), None, "extended");
+            // One byte changed in either half of the output, in the index, in the trailer.
+            let body = n - TRAILER;
+            for at in [5, raw.len() - 2, raw.len() + 1, body + MAGIC.len() + 70] {
+                let mut corrupt = entry.clone();
+                corrupt[at] ^= 1;
+                assert_eq!(read(&corrupt, &key), None, "corrupt at {at}");
+            }
+            // An entry of the earlier format (its magic) is a miss, even with its digest right.
+            let old = String::from_utf8(entry[body..].to_vec()).unwrap().replacen(
+                MAGIC,
+                "nyl-cache-v5",
+                1,
+            );
+            assert_eq!(
+                read(&[&entry[..body], old.as_bytes()].concat(), &key),
+                None,
+                "v5"
+            );
+            assert_eq!(read(b"garbage", &key), None);
+            assert_eq!(
+                read(&entry, &key).as_deref(),
+                Some(raw.as_str()),
+                "the control"
+            );
+        }
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_body_digest_is_the_digest_of_its_halves_however_it_is_cut() {
+        let bytes: Vec<u8> = (0..(PARALLEL_BYTES + 4097))
+            .map(|i| (i % 251) as u8)
+            .collect();
+        for len in [0, 1, 2, 1000, PARALLEL_BYTES - 1, bytes.len()] {
+            let whole = &bytes[..len];
+            let expected = joined(
+                blake3::hash(&whole[..len / 2]),
+                blake3::hash(&whole[len / 2..]),
+            );
+            for cut in [0, len / 3, len / 2, len] {
+                let (a, b) = whole.split_at(cut);
+                assert_eq!(body_digest(&[a, b]), expected, "{len} cut at {cut}");
+            }
+        }
+        assert_ne!(body_digest(&[b"ab", b""]), body_digest(&[b"ba", b""]));
     }
 
     #[test]

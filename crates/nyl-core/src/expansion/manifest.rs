@@ -11,8 +11,6 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use crate::data::diagnostics::Diagnostic;
 use crate::data::provenance::{Loc, Prov};
 use crate::data::value::{Map, Node, Value};
@@ -20,17 +18,16 @@ use crate::data::yaml::{self, Head, Limits, Mode};
 use crate::project::objects::is_nyl_group;
 
 /// A release's output, split into documents and scanned: what the render cache stores.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub struct Output {
     /// Helm's stdout as it printed it (not part of the index: see [`Output::index`]); shared
     /// by the manifests cut from it, so passing it on copies nothing.
-    #[serde(skip)]
     pub raw: Arc<String>,
     pub docs: Vec<Doc>,
 }
 
 /// One document of a release's output.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 pub struct Doc {
     /// Its bytes in the raw output, and the line they start on.
     pub start: usize,
@@ -76,14 +73,41 @@ impl Output {
     }
 
     /// The index of the documents, as a cache entry stores it beside the raw output
-    /// ([`Output::decode_index`] and [`Output::new`] read both back).
-    pub fn index(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+    /// ([`Output::decode_index`] and [`Output::new`] read both back): a compact binary list,
+    /// each number a LEB128 varint, each string its length and bytes, each optional field a tag
+    /// byte (0 absent, 1 present). Its layout is the cache entry's: a change needs a new entry
+    /// magic (`src/helm/cache.rs`).
+    pub fn index(&self) -> Vec<u8> {
+        let mut w = Vec::with_capacity(self.docs.len() * 64);
+        put_num(&mut w, self.docs.len());
+        for d in &self.docs {
+            put_num(&mut w, d.start);
+            put_num(&mut w, d.end);
+            put_num(&mut w, d.line as usize);
+            put_opt(&mut w, d.text.as_ref(), |w, t| put_str(w, t));
+            put_opt(&mut w, d.head.as_ref(), put_head);
+        }
+        w
     }
 
-    /// The documents an [`Output::index`] lists; `None` when it is not one.
+    /// The documents an [`Output::index`] lists; `None` when it is not one (short, long, or any
+    /// field out of place).
     pub fn decode_index(index: &[u8]) -> Option<Vec<Doc>> {
-        serde_json::from_slice::<Output>(index).ok().map(|o| o.docs)
+        let mut r = Reader(index);
+        let n = r.num()?;
+        // Each document takes at least five bytes: a count beyond that is damage, not a reason to
+        // allocate.
+        let mut docs = Vec::with_capacity(n.min(index.len() / 5));
+        for _ in 0..n {
+            docs.push(Doc {
+                start: r.num()?,
+                end: r.num()?,
+                line: u32::try_from(r.num()?).ok()?,
+                text: r.opt(Reader::string)?,
+                head: r.opt(Reader::head)?,
+            });
+        }
+        r.0.is_empty().then_some(docs)
     }
 
     /// The output of the documents of an index and the raw output they are cut from; `None`
@@ -422,6 +446,121 @@ pub fn place_namespaces(manifests: &mut [Manifest], configured: &[String]) {
     }
 }
 
+fn put_num(w: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        w.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    w.push(n as u8);
+}
+
+fn put_str(w: &mut Vec<u8>, s: &str) {
+    put_num(w, s.len());
+    w.extend_from_slice(s.as_bytes());
+}
+
+fn put_opt<T>(w: &mut Vec<u8>, v: Option<T>, put: impl FnOnce(&mut Vec<u8>, T)) {
+    match v {
+        None => w.push(0),
+        Some(v) => {
+            w.push(1);
+            put(w, v);
+        }
+    }
+}
+
+fn put_head(w: &mut Vec<u8>, h: &Head) {
+    for field in [&h.api_version, &h.kind, &h.name, &h.namespace] {
+        put_opt(w, field.as_deref(), put_str);
+    }
+    put_opt(w, h.crd.as_ref(), |w, crd| {
+        put_str(w, &crd.group);
+        put_str(w, &crd.kind);
+        w.push(u8::from(crd.cluster_scoped));
+    });
+    put_opt(w, h.slot.as_ref(), |w, slot| {
+        put_num(w, slot.at);
+        put_num(w, slot.remove);
+        put_str(w, &slot.before);
+        put_str(w, &slot.after);
+    });
+}
+
+/// Reads what [`Output::index`] writes; every read is `None` past the end or on a value out of
+/// range, never a panic.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+
+    fn num(&mut self) -> Option<usize> {
+        let mut n: usize = 0;
+        for shift in (0..usize::BITS).step_by(7) {
+            let b = self.byte()?;
+            let bits = usize::from(b & 0x7f);
+            // Bits shifted out of a usize: no number this index could hold.
+            (bits << shift >> shift == bits).then_some(())?;
+            n |= bits << shift;
+            if b & 0x80 == 0 {
+                return Some(n);
+            }
+        }
+        None
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let len = self.num()?;
+        let bytes = self.0.get(..len)?;
+        self.0 = &self.0[len..];
+        String::from_utf8(bytes.to_vec()).ok()
+    }
+
+    fn flag(&mut self) -> Option<bool> {
+        match self.byte()? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    /// An optional field: `Some(None)` when absent, `None` when the index is damaged.
+    fn opt<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.flag()? {
+            read(self).map(Some)
+        } else {
+            Some(None)
+        }
+    }
+
+    fn head(&mut self) -> Option<Head> {
+        Some(Head {
+            api_version: self.opt(Reader::string)?,
+            kind: self.opt(Reader::string)?,
+            name: self.opt(Reader::string)?,
+            namespace: self.opt(Reader::string)?,
+            crd: self.opt(|r| {
+                Some(yaml::Crd {
+                    group: r.string()?,
+                    kind: r.string()?,
+                    cluster_scoped: r.flag()?,
+                })
+            })?,
+            slot: self.opt(|r| {
+                Some(yaml::Edit {
+                    at: r.num()?,
+                    remove: r.num()?,
+                    before: r.string()?,
+                    after: r.string()?,
+                })
+            })?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,18 +621,43 @@ mod tests {
 
     #[test]
     fn the_cache_index_round_trips_and_rejects_damage() {
-        let raw =
-            "---\n# Source: c/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n\n"
-                .to_string();
+        let crd = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+                   metadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  \
+                   names: {kind: Gadget, plural: gadgets}\n  scope: Cluster\n";
+        // Every field of the index in use: a head with a slot, a CRD, a document with a text of
+        // its own (no `---` of its own), one only the full reader can tell.
+        let raw = format!(
+            "# Source: c/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \u{e9}\n\n\
+             {crd}---\nkind: [unsure\n  ]\n"
+        );
         let output = Output::classify(raw.clone());
+        assert_eq!(output.docs.len(), 3);
+        assert!(
+            output.docs[0].text.is_some() && output.docs[0].head.as_ref().unwrap().slot.is_some()
+        );
+        assert!(output.docs[1].head.as_ref().unwrap().crd.is_some());
+        assert!(output.docs[2].head.is_none());
         let decode =
             |index: &[u8], raw: &str| Output::new(Output::decode_index(index)?, raw.to_string());
-        let back = decode(output.index().as_bytes(), &raw).unwrap();
+        let index = output.index();
+        let back = decode(&index, &raw).unwrap();
         assert_eq!(*back.raw, raw);
-        assert_eq!(back.text(&back.docs[0]).as_str(), raw);
-        assert_eq!(back.docs[0].head, output.docs[0].head);
-        let long = br#"{"docs":[{"start":0,"end":99,"line":1,"text":null,"head":null}]}"#;
-        assert!(decode(long, "short").is_none());
-        assert!(decode(b"not json", &raw).is_none());
+        for (a, b) in back.docs.iter().zip(&output.docs) {
+            assert_eq!((a.start, a.end, a.line), (b.start, b.end, b.line));
+            assert_eq!((&a.text, &a.head), (&b.text, &b.head));
+        }
+        // Any cut is short; anything after is long; a document past the end does not fit.
+        for cut in 0..index.len() {
+            assert!(
+                Output::decode_index(&index[..cut]).is_none(),
+                "cut at {cut}"
+            );
+        }
+        assert!(Output::decode_index(&[index.as_slice(), &[0]].concat()).is_none());
+        assert!(decode(&index, "short").is_none());
+        assert!(Output::decode_index(b"not an index").is_none());
+        // A tag that is neither absent nor present, a number too long for a usize.
+        assert!(Output::decode_index(&[1, 0, 1, 1, 2]).is_none());
+        assert!(Output::decode_index(&[0xff; 11]).is_none());
     }
 }
