@@ -118,10 +118,11 @@ pub fn run(
 }
 
 /// The child's exit status once it has exited, `None` if it is still running at `deadline`.
-/// Called after its stdout closed, when the exit is a matter of milliseconds: short polls keep
-/// both the deadline and the latency.
+/// Called after its stdout closed, when the exit is a matter of microseconds to milliseconds:
+/// short polls, from 50 µs and doubling, keep both the deadline and the latency (the render goes
+/// on only once Helm's exit is seen).
 fn exit_by(child: &mut Child, deadline: Instant) -> io::Result<Option<ExitStatus>> {
-    let mut pause = Duration::from_millis(1);
+    let mut pause = Duration::from_micros(50);
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Some(status));

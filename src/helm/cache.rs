@@ -49,6 +49,7 @@ use tracing::{debug, info, warn};
 
 use crate::helm::{create_private_dir, Failure, Helm, Template};
 use nyl_core::expansion::manifest::Output;
+use nyl_core::parallel;
 use nyl_core::project::objects::ChartSource;
 
 const MAGIC: &str = "nyl-cache-v6";
@@ -333,13 +334,15 @@ impl Cache {
         }
         files.sort();
         // Each file's digest on two threads (a chart's CRDs are megabytes), joined in name order.
-        let digests = on_two_threads(&files, |(_, path), content| {
+        let digests = parallel::map(&files, |content: &mut Vec<u8>, (_, path)| {
             content.clear();
             fs::File::open(path)
                 .and_then(|mut f| f.read_to_end(content))
                 .ok()?;
             Some(blake3::hash(content))
-        })?;
+        })
+        .into_iter()
+        .collect::<Option<Vec<_>>>()?;
         let mut h = blake3::Hasher::new();
         for ((rel, _), digest) in files.iter().zip(digests) {
             put(&mut h, rel);
@@ -717,28 +720,22 @@ fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
         file.read_exact_at(half, at as u64).ok()?;
         Some(blake3::hash(half))
     };
-    let (left, right) = if body >= PARALLEL_BYTES {
-        std::thread::scope(|s| {
-            let right = s.spawn(|| read_half(right, body / 2));
-            (read_half(left, 0), right.join().ok().flatten())
-        })
-    } else {
-        (read_half(left, 0), read_half(right, body / 2))
-    };
+    let (left, right) = parallel::join(
+        body >= PARALLEL_BYTES,
+        || read_half(left, 0),
+        || read_half(right, body / 2),
+    );
     if joined(left?, right?) != digest {
         return None;
     }
     // Helm's bytes are checked to be UTF-8 on one thread while the index is decoded on the
     // other (the index, a few percent of the entry, is moved off the buffer's end for that).
     let index = entry.split_off(raw_len);
-    let (docs, raw) = if raw_len >= PARALLEL_BYTES {
-        std::thread::scope(|s| {
-            let raw = s.spawn(|| String::from_utf8(entry).ok());
-            (Output::decode_index(&index), raw.join().ok().flatten())
-        })
-    } else {
-        (Output::decode_index(&index), String::from_utf8(entry).ok())
-    };
+    let (docs, raw) = parallel::join(
+        raw_len >= PARALLEL_BYTES,
+        || Output::decode_index(&index),
+        || String::from_utf8(entry).ok(),
+    );
     Output::new(docs?, raw?)
 }
 
@@ -759,15 +756,11 @@ fn body_digest(parts: &[&[u8]]) -> blake3::Hash {
         }
         h.finalize()
     };
-    let (left, right) = if len >= PARALLEL_BYTES {
-        std::thread::scope(|s| {
-            let right = s.spawn(|| half(len / 2..len));
-            let left = half(0..len / 2);
-            (left, right.join().unwrap_or_else(|_| half(len / 2..len)))
-        })
-    } else {
-        (half(0..len / 2), half(len / 2..len))
-    };
+    let (left, right) = parallel::join(
+        len >= PARALLEL_BYTES,
+        || half(0..len / 2),
+        || half(len / 2..len),
+    );
     joined(left, right)
 }
 
@@ -777,38 +770,6 @@ fn joined(left: blake3::Hash, right: blake3::Hash) -> blake3::Hash {
         .update(left.as_bytes())
         .update(right.as_bytes())
         .finalize()
-}
-
-/// `f` of each item, in order, computed on two threads (each with a buffer of its own, reused
-/// from item to item); `None` when `f` is `None` for any.
-fn on_two_threads<T: Sync, R: Send>(
-    items: &[T],
-    f: impl Fn(&T, &mut Vec<u8>) -> Option<R> + Sync,
-) -> Option<Vec<R>> {
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut buffer = Vec::new();
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(i) else {
-                return Some(done);
-            };
-            done.push((i, f(item, &mut buffer)?));
-        }
-    };
-    let (mut a, b) = if items.len() > 1 {
-        std::thread::scope(|s| {
-            let other = s.spawn(work);
-            (work(), other.join().ok().flatten())
-        })
-    } else {
-        (work(), Some(Vec::new()))
-    };
-    let a_done = a.as_mut()?;
-    a_done.extend(b?);
-    a_done.sort_unstable_by_key(|(i, _)| *i);
-    a.map(|done| done.into_iter().map(|(_, r)| r).collect())
 }
 
 #[cfg(test)]

@@ -10,10 +10,12 @@
 //! - [`values`]: targets, component contracts and imports, merging, coalescing, explain.
 //! - [`expansion`]: rendered documents, scanned, and the namespace rule.
 //! - [`outputs`]: what `nyl values` and `nyl explain` print.
+//! - [`parallel`]: work split over two threads, with the results of doing it in order.
 
 pub mod data;
 pub mod expansion;
 pub mod outputs;
+pub mod parallel;
 pub mod project;
 pub mod repository;
 pub mod values;

@@ -15,7 +15,11 @@ use crate::data::diagnostics::Diagnostic;
 use crate::data::provenance::{Loc, Prov};
 use crate::data::value::{Map, Node, Value};
 use crate::data::yaml::{self, Head, Limits, Mode};
+use crate::parallel;
 use crate::project::objects::is_nyl_group;
+
+/// From this size on, an output is scanned on two threads.
+const PARALLEL_BYTES: usize = 1 << 20;
 
 /// A release's output, split into documents and scanned: what the render cache stores.
 #[derive(Debug)]
@@ -41,15 +45,24 @@ pub struct Doc {
 }
 
 impl Output {
-    /// Splits Helm's stdout into documents and scans each.
+    /// Splits Helm's stdout into documents and scans each, on two threads for an output of a
+    /// megabyte or more (the scan is most of a cold render's own work).
     pub fn classify(raw: String) -> Output {
-        let docs = yaml::split(&raw)
+        let pieces = yaml::split(&raw);
+        let scan = |(): &mut (), piece: &yaml::Piece| yaml::scan(piece.text(&raw));
+        let heads = if raw.len() >= PARALLEL_BYTES {
+            parallel::map(&pieces, scan)
+        } else {
+            pieces.iter().map(|p| scan(&mut (), p)).collect()
+        };
+        let docs = pieces
             .into_iter()
-            .map(|piece| Doc {
+            .zip(heads)
+            .map(|(piece, head)| Doc {
                 start: piece.start,
                 end: piece.end,
                 line: piece.line,
-                head: yaml::scan(piece.text(&raw)),
+                head,
                 text: piece.text,
             })
             .collect();
