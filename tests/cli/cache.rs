@@ -171,13 +171,17 @@ fn a_corrupt_entry_is_a_miss_never_wrong_output() {
         .collect();
     assert_eq!(entries.len(), 5);
     // One entry flipped, one truncated, one emptied.
-    let text = fs::read_to_string(&entries[0]).unwrap();
-    fs::write(
-        &entries[0],
-        text.replacen("ConfigMap", "ConfigMaq", 1)
-            .replacen("Widget", "Widgat", 1),
-    )
-    .unwrap();
+    let mut flipped = fs::read(&entries[0]).unwrap();
+    for (from, to) in [("ConfigMap", "ConfigMaq"), ("Widget", "Widgat")] {
+        if let Some(at) = flipped
+            .windows(from.len())
+            .position(|w| w == from.as_bytes())
+        {
+            flipped[at..at + to.len()].copy_from_slice(to.as_bytes());
+        }
+    }
+    assert_ne!(flipped, fs::read(&entries[0]).unwrap());
+    fs::write(&entries[0], flipped).unwrap();
     let bytes = fs::read(&entries[1]).unwrap();
     fs::write(&entries[1], &bytes[..bytes.len() / 2]).unwrap();
     fs::write(&entries[2], "").unwrap();
@@ -355,22 +359,24 @@ fn forge(cache: &Path) {
             "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged-{}\n",
             &key[..8]
         );
-        // An entry: the output, the index of its documents (this one left to the full reader),
-        // then the trailer.
-        let index = format!(
-            r#"{{"docs":[{{"start":0,"end":{},"line":1,"text":null,"head":null}}]}}"#,
+        // An entry: the output, the index of its documents (one document, from byte 0 to the
+        // end, on line 1, its text its bytes, left to the full reader: varints and absent
+        // fields), then the trailer.
+        assert!(yaml.len() < 128, "one byte as a varint");
+        let index = [1, 0, yaml.len() as u8, 1, 0, 0];
+        let body = [yaml.as_bytes(), &index].concat();
+        let (left, right) = body.split_at(body.len() / 2);
+        let digest = blake3::Hasher::new()
+            .update(blake3::hash(left).as_bytes())
+            .update(blake3::hash(right).as_bytes())
+            .finalize()
+            .to_hex();
+        let trailer = format!(
+            "nyl-cache-v6 {key} {digest} {:020} {:020}\n",
+            index.len(),
             yaml.len()
         );
-        let digest = blake3::hash(format!("{yaml}{index}").as_bytes()).to_hex();
-        fs::write(
-            &entry,
-            format!(
-                "{yaml}{index}nyl-cache-v5 {key} {digest} {:020} {:020}\n",
-                index.len(),
-                yaml.len()
-            ),
-        )
-        .unwrap();
+        fs::write(&entry, [body.as_slice(), trailer.as_bytes()].concat()).unwrap();
     }
 }
 

@@ -362,12 +362,15 @@ pub fn duplicate_objects<'a>(
         let Some(key) = object_key(head) else {
             continue;
         };
-        if let Some(first) = seen.insert(key.clone(), loc) {
-            out.push(
-                duplicate_object(&key, "is output twice by one app")
+        match seen.entry(key) {
+            std::collections::hash_map::Entry::Occupied(first) => out.push(
+                duplicate_object(first.key(), "is output twice by one app")
                     .at(loc)
-                    .related(first),
-            );
+                    .related(*first.get()),
+            ),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(loc);
+            }
         }
     }
     out
