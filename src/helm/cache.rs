@@ -42,7 +42,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use tracing::{debug, info, warn};
@@ -98,7 +98,17 @@ pub struct Cache {
     warned_unwritable: AtomicBool,
     /// Entries this run wrote (then the size bound is checked at the end).
     writes: AtomicUsize,
+    /// Large entries being written on threads of their own while the render goes on
+    /// ([`Cache::write_later`]); waited for by [`Cache::finish`], or when the cache goes.
+    stores: Mutex<Vec<std::thread::JoinHandle<io::Result<()>>>>,
     progress: crate::progress::Progress,
+}
+
+impl Drop for Cache {
+    /// A run that ends without [`Cache::finish`] still leaves whole entries, not temporary files.
+    fn drop(&mut self) {
+        self.wait_for_stores();
+    }
 }
 
 /// What one eviction did (logged at debug level).
@@ -194,13 +204,16 @@ impl Cache {
             misses: AtomicUsize::new(0),
             warned_unwritable: AtomicBool::new(false),
             writes: AtomicUsize::new(0),
+            stores: Mutex::new(Vec::new()),
             progress: crate::progress::Progress::default(),
         }
     }
 
     /// The cache, counting each release it renders or finds into `progress`.
     pub fn with_progress(self, progress: crate::progress::Progress) -> Cache {
-        Cache { progress, ..self }
+        let mut cache = self;
+        cache.progress = progress;
+        cache
     }
 
     /// Runs `helm template` through the cache; the output comes classified.
@@ -251,13 +264,18 @@ impl Cache {
         let key = if probing { self.key(t) } else { Some(key) };
         if let Some(key) = key {
             debug!(release = t.release, key = %&key[..16], "cache miss");
-            self.write(&key, &output);
+            if output.raw.len() >= PARALLEL_BYTES {
+                self.write_later(key, &output);
+            } else {
+                self.write(&key, &output);
+            }
         }
         Ok(output)
     }
 
     /// Ends the run: bounds the directory (once, not per write) and logs the one-line summary.
     pub fn finish(&self) {
+        self.wait_for_stores();
         if self.writes.load(Ordering::Relaxed) > 0 {
             match self.evict() {
                 Ok(s) => debug!(
@@ -356,7 +374,7 @@ impl Cache {
     }
 
     fn entry_path(&self, key: &str) -> PathBuf {
-        self.dir.join(&key[..2]).join(format!("{key}.entry"))
+        entry_path(&self.dir, key)
     }
 
     fn read(&self, key: &str) -> Option<Output> {
@@ -390,60 +408,42 @@ impl Cache {
     }
 
     fn write(&self, key: &str, output: &Output) {
-        if let Err(e) = self.store(key, output) {
+        let stored = store(&self.dir, key, output.raw.as_bytes(), &output.index());
+        self.count_store(stored);
+    }
+
+    /// Writes an entry on a thread of its own: writing megabytes (hashing them, and the kernel
+    /// taking them into its page cache) is then done while the render goes on.
+    fn write_later(&self, key: String, output: &Output) {
+        let (dir, raw, index) = (self.dir.clone(), output.raw.clone(), output.index());
+        let thread = std::thread::spawn(move || store(&dir, &key, raw.as_bytes(), &index));
+        self.stores
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(thread);
+    }
+
+    /// Waits for the entries being written ([`Cache::write_later`]) and counts them.
+    fn wait_for_stores(&self) {
+        let stores =
+            std::mem::take(&mut *self.stores.lock().unwrap_or_else(PoisonError::into_inner));
+        for thread in stores {
+            let stored = thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the thread writing it failed")));
+            self.count_store(stored);
+        }
+    }
+
+    /// Counts a written entry; warns once per run about one that could not be written.
+    fn count_store(&self, stored: io::Result<()>) {
+        if let Err(e) = stored {
             if !self.warned_unwritable.swap(true, Ordering::Relaxed) {
                 warn!(dir = %self.dir.display(), "render cache not written ({e}); rendering goes on without it");
             }
             return;
         }
         self.writes.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Writes an entry to a temporary file, then renames it into place and counts it, under the
-    /// lock so that the index and the directory agree.
-    fn store(&self, key: &str, output: &Output) -> io::Result<()> {
-        let tmp = self.dir.join(format!(
-            ".tmp-{}-{:?}-{}",
-            std::process::id(),
-            std::thread::current().id(),
-            SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        let result = (|| {
-            let mut file = fs::File::options()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            let (index, raw) = (output.index(), output.raw.as_bytes());
-            let digest = body_digest(&[raw, &index]);
-            let trailer = format!(
-                "{MAGIC} {key} {} {:020} {:020}\n",
-                digest.to_hex(),
-                index.len(),
-                raw.len()
-            );
-            debug_assert_eq!(trailer.len(), TRAILER);
-            // Parts written as they are: the output is not copied into one buffer first.
-            for part in [raw, &index, trailer.as_bytes()] {
-                file.write_all(part)?;
-            }
-            // No fsync: an entry torn by a crash fails verification and is a miss, so the rename
-            // alone is enough, and a render does not wait for the disk.
-            let len = file.metadata()?.len();
-            let mut index = Index::lock(&self.dir)?;
-            let path = self.entry_path(key);
-            create_private_dir(path.parent().unwrap_or(&self.dir))?;
-            let replaced = fs::symlink_metadata(&path).map_or(0, |m| m.len());
-            fs::rename(&tmp, &path)?;
-            index.add(shard_of(key), len, replaced);
-            index.save()
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result
     }
 
     /// Sweeps shards from the index's cursor, removing least recently used entries of the swept
@@ -527,6 +527,56 @@ impl Cache {
         }
         whole
     }
+}
+
+/// Writes an entry (`raw`, then `index`, then the trailer) to a temporary file, then renames it
+/// into place and counts it, under the lock so that the index and the directory agree.
+fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!(
+        ".tmp-{}-{:?}-{}",
+        std::process::id(),
+        std::thread::current().id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let result = (|| {
+        let mut file = fs::File::options()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        let digest = body_digest(&[raw, index]);
+        let trailer = format!(
+            "{MAGIC} {key} {} {:020} {:020}\n",
+            digest.to_hex(),
+            index.len(),
+            raw.len()
+        );
+        debug_assert_eq!(trailer.len(), TRAILER);
+        // Parts written as they are: the output is not copied into one buffer first.
+        for part in [raw, index, trailer.as_bytes()] {
+            file.write_all(part)?;
+        }
+        // No fsync: an entry torn by a crash fails verification and is a miss, so the rename
+        // alone is enough, and a render does not wait for the disk.
+        let len = file.metadata()?.len();
+        let mut accounting = Index::lock(dir)?;
+        let path = entry_path(dir, key);
+        create_private_dir(path.parent().unwrap_or(dir))?;
+        let replaced = fs::symlink_metadata(&path).map_or(0, |m| m.len());
+        fs::rename(&tmp, &path)?;
+        accounting.add(shard_of(key), len, replaced);
+        accounting.save()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn entry_path(dir: &Path, key: &str) -> PathBuf {
+    dir.join(&key[..2]).join(format!("{key}.entry"))
 }
 
 /// The cache directory's accounting, read and changed only while its lock is held: the bytes of
@@ -995,6 +1045,25 @@ mod tests {
             }
         }
         assert_ne!(body_digest(&[b"ab", b""]), body_digest(&[b"ba", b""]));
+    }
+
+    #[test]
+    fn an_entry_written_on_a_thread_of_its_own_is_whole_and_counted_when_the_run_ends() {
+        let dir = scratch("later");
+        let c = cache(&dir, u64::MAX);
+        let key = "ef".repeat(32);
+        let raw = "---\nkind: Secret\n".repeat(PARALLEL_BYTES / 10);
+        c.write_later(key.clone(), &Output::classify(raw.clone()));
+        c.finish();
+        assert_eq!(c.writes.load(Ordering::Relaxed), 1, "counted for eviction");
+        assert_eq!(c.read(&key).map(|o| o.raw.to_string()), Some(raw));
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with(".tmp-"))
+            .collect();
+        assert_eq!(names, Vec::<String>::new(), "no temporary file left");
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
