@@ -53,9 +53,6 @@ use nyl_core::parallel;
 use nyl_core::project::objects::ChartSource;
 
 const MAGIC: &str = "nyl-cache-v6";
-/// From this size on, an entry's halves are read and hashed on two threads: below it, starting
-/// a thread costs more than it saves.
-const PARALLEL_BYTES: usize = 1 << 20;
 /// The length of an entry's trailer: magic, key and digest (64 hex digits each), two lengths of
 /// 20 digits, the spaces between and a line break.
 const TRAILER: usize = MAGIC.len() + 1 + 64 + 1 + 64 + 1 + 20 + 1 + 20 + 1;
@@ -264,7 +261,7 @@ impl Cache {
         let key = if probing { self.key(t) } else { Some(key) };
         if let Some(key) = key {
             debug!(release = t.release, key = %&key[..16], "cache miss");
-            if output.raw.len() >= PARALLEL_BYTES {
+            if output.raw.len() >= parallel::WORTH_A_THREAD {
                 self.write_later(key, &output);
             } else {
                 self.write(&key, &output);
@@ -771,7 +768,7 @@ fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
         Some(blake3::hash(half))
     };
     let (left, right) = parallel::join(
-        body >= PARALLEL_BYTES,
+        body >= parallel::WORTH_A_THREAD,
         || read_half(left, 0),
         || read_half(right, body / 2),
     );
@@ -782,7 +779,7 @@ fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
     // other (the index, a few percent of the entry, is moved off the buffer's end for that).
     let index = entry.split_off(raw_len);
     let (docs, raw) = parallel::join(
-        raw_len >= PARALLEL_BYTES,
+        raw_len >= parallel::WORTH_A_THREAD,
         || Output::decode_index(&index),
         || String::from_utf8(entry).ok(),
     );
@@ -807,7 +804,7 @@ fn body_digest(parts: &[&[u8]]) -> blake3::Hash {
         h.finalize()
     };
     let (left, right) = parallel::join(
-        len >= PARALLEL_BYTES,
+        len >= parallel::WORTH_A_THREAD,
         || half(0..len / 2),
         || half(len / 2..len),
     );
@@ -979,7 +976,7 @@ mod tests {
         let small = "---\nkind: ConfigMap\nmetadata:\n  name: caf\u{e9}\n".to_string();
         let large = format!(
             "{small}{}",
-            "---\nkind: Secret\n".repeat(PARALLEL_BYTES / 10)
+            "---\nkind: Secret\n".repeat(parallel::WORTH_A_THREAD / 10)
         );
         for raw in [small, large] {
             c.write(&key, &Output::classify(raw.clone()));
@@ -1030,10 +1027,10 @@ mod tests {
 
     #[test]
     fn the_body_digest_is_the_digest_of_its_halves_however_it_is_cut() {
-        let bytes: Vec<u8> = (0..(PARALLEL_BYTES + 4097))
+        let bytes: Vec<u8> = (0..(parallel::WORTH_A_THREAD + 4097))
             .map(|i| (i % 251) as u8)
             .collect();
-        for len in [0, 1, 2, 1000, PARALLEL_BYTES - 1, bytes.len()] {
+        for len in [0, 1, 2, 1000, parallel::WORTH_A_THREAD - 1, bytes.len()] {
             let whole = &bytes[..len];
             let expected = joined(
                 blake3::hash(&whole[..len / 2]),
@@ -1052,7 +1049,7 @@ mod tests {
         let dir = scratch("later");
         let c = cache(&dir, u64::MAX);
         let key = "ef".repeat(32);
-        let raw = "---\nkind: Secret\n".repeat(PARALLEL_BYTES / 10);
+        let raw = "---\nkind: Secret\n".repeat(parallel::WORTH_A_THREAD / 10);
         c.write_later(key.clone(), &Output::classify(raw.clone()));
         c.finish();
         assert_eq!(c.writes.load(Ordering::Relaxed), 1, "counted for eviction");

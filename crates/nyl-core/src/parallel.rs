@@ -4,6 +4,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// The bytes from which one release's work (its output scanned, its cache entry hashed, read
+/// or written) is worth a second thread: starting one costs tens of microseconds, about what
+/// hashing or scanning a few hundred kilobytes costs.
+pub const WORTH_A_THREAD: usize = 1 << 20;
+
 /// `a()` and `b()`, `b` on a thread of its own when `parallel` (starting a thread costs tens of
 /// microseconds: worth it for megabytes, not for a small release). A panic in `b` is `b`'s
 /// caller's, as if it had run here.

@@ -18,9 +18,6 @@ use crate::data::yaml::{self, Head, Limits, Mode};
 use crate::parallel;
 use crate::project::objects::is_nyl_group;
 
-/// From this size on, an output is scanned on two threads.
-const PARALLEL_BYTES: usize = 1 << 20;
-
 /// A release's output, split into documents and scanned: what the render cache stores.
 #[derive(Debug)]
 pub struct Output {
@@ -50,7 +47,7 @@ impl Output {
     pub fn classify(raw: String) -> Output {
         let pieces = yaml::split(&raw);
         let scan = |(): &mut (), piece: &yaml::Piece| yaml::scan(piece.text(&raw));
-        let heads = if raw.len() >= PARALLEL_BYTES {
+        let heads = if raw.len() >= parallel::WORTH_A_THREAD {
             parallel::map(&pieces, scan)
         } else {
             pieces.iter().map(|p| scan(&mut (), p)).collect()
