@@ -630,6 +630,31 @@ mod tests {
     }
 
     #[test]
+    fn a_large_output_scanned_on_two_threads_is_classified_as_in_order() {
+        // Documents of every kind the scan tells apart, over a megabyte, so two threads scan it.
+        let docs = [
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+            "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: b\n  namespace: x\n",
+            "---\nkind: [unsure\n  ]\n",
+            "# Source: c/t.yaml\n\n",
+        ];
+        let raw: String = (0..parallel::WORTH_A_THREAD / 40)
+            .map(|i| docs[i % docs.len()])
+            .collect();
+        let output = Output::classify(raw.clone());
+        let pieces = yaml::split(&raw);
+        assert!(raw.len() >= parallel::WORTH_A_THREAD && pieces.len() > 10_000);
+        assert_eq!(output.docs.len(), pieces.len());
+        for (doc, piece) in output.docs.iter().zip(&pieces) {
+            assert_eq!(
+                (doc.start, doc.end, doc.line),
+                (piece.start, piece.end, piece.line)
+            );
+            assert_eq!(doc.head, yaml::scan(piece.text(&raw)));
+        }
+    }
+
+    #[test]
     fn the_cache_index_round_trips_and_rejects_damage() {
         let crd = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
                    metadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  \
