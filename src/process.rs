@@ -307,6 +307,11 @@ fn stop_all_and_end_by(signal: libc::c_int) {
     }
 }
 
+/// The threads a run may use: its `-j` (or `NYL_JOBS`), else the cores available to it.
+pub fn workers(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,6 @@
 //! nyl's own kinds dropped. Nothing is returned unless the whole render succeeded.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use crate::helm::cache::{self, Cache};
 use crate::helm::remote::{self, Stop};
 use crate::helm::values_schema::{self, Schemas};
 use crate::helm::{Failure, Helm, Template};
+use crate::process;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::ObjectName;
 use nyl_core::data::provenance::{Catalog, Loc};
@@ -127,6 +127,7 @@ impl Run {
             let dir = self.cache_dir(req).map(Path::to_path_buf);
             Cache::new(dir, req.cache, req.cache_max_bytes, helm)
                 .with_progress(req.progress.clone())
+                .with_jobs(req.jobs)
         });
         Ok((helm.for_render(), cache))
     }
@@ -541,48 +542,22 @@ fn job_key(v: &InvocationValues) -> String {
     format!("{} {}/{}", v.chart, v.namespace, v.name)
 }
 
-/// `f` over `items` on up to `jobs` threads; results in the order of `items`, `None` where a
-/// worker died (so a lost result can never pass for a missing one).
+/// `f` over `items` on up to `jobs` threads; results in the order of `items`, `None` where `f`
+/// panicked (so a lost result can never pass for a missing one).
 pub(crate) fn parallel<T: Sync, R: Send>(
     items: &[T],
     jobs: Option<usize>,
     f: impl Fn(&T) -> R + Sync,
 ) -> Vec<Option<R>> {
-    if items.len() <= 1 {
-        return items.iter().map(|item| Some(f(item))).collect();
-    }
-    let workers = jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
-        .clamp(1, items.len());
-    if workers == 1 {
-        return items.iter().map(|item| Some(f(item))).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        done.push((i, f(item)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    results.sort_by_key(|(i, _)| *i);
-    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
-    for (i, r) in results {
-        out[i] = Some(r);
-    }
-    out
+    // One item needs no thread, nor the cores counted.
+    let workers = if items.len() > 1 {
+        process::workers(jobs)
+    } else {
+        1
+    };
+    nyl_core::parallel::map(items, workers, |(): &mut (), item| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))).ok()
+    })
 }
 
 /// The manifests' trees, read now where they were not read before; every problem when the full
@@ -631,5 +606,18 @@ mod tests {
             Vec::<Option<u32>>::new()
         );
         assert_eq!(parallel(&items[..1], None, |i| *i), vec![Some(0)]);
+    }
+
+    #[test]
+    fn an_item_that_panics_is_none_and_the_others_are_done() {
+        let items: Vec<u32> = (0..50).collect();
+        for jobs in [Some(1), Some(4)] {
+            let out = parallel(&items, jobs, |&i| {
+                assert!(i != 7, "item 7");
+                i
+            });
+            let expected: Vec<_> = items.iter().map(|&i| (i != 7).then_some(i)).collect();
+            assert_eq!(out, expected, "{jobs:?}");
+        }
     }
 }

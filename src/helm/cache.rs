@@ -42,7 +42,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use tracing::{debug, info, warn};
@@ -99,6 +99,10 @@ pub struct Cache {
     /// ([`Cache::write_later`]); waited for by [`Cache::finish`], or when the cache goes.
     stores: Mutex<Vec<std::thread::JoinHandle<io::Result<()>>>>,
     progress: crate::progress::Progress,
+    /// The run's `-j`: with one job, a large release's hashing, scanning and writing stay on one
+    /// thread too.
+    jobs: Option<usize>,
+    two_threads: OnceLock<bool>,
 }
 
 impl Drop for Cache {
@@ -203,7 +207,30 @@ impl Cache {
             writes: AtomicUsize::new(0),
             stores: Mutex::new(Vec::new()),
             progress: crate::progress::Progress::default(),
+            jobs: None,
+            two_threads: OnceLock::new(),
         }
+    }
+
+    /// The cache, its large releases' work on two threads only when `jobs` allows two.
+    pub fn with_jobs(self, jobs: Option<usize>) -> Cache {
+        let mut cache = self;
+        cache.jobs = jobs;
+        cache
+    }
+
+    /// Helm's stdout split and scanned, on two threads when it is large and the run allows.
+    pub fn classify(&self, raw: String) -> Output {
+        let two_threads = raw.len() >= parallel::WORTH_A_THREAD && self.two_threads();
+        Output::classify(raw, two_threads)
+    }
+
+    /// Whether a large release's work may take a second thread (the cores are asked only once
+    /// a release is large).
+    fn two_threads(&self) -> bool {
+        *self
+            .two_threads
+            .get_or_init(|| crate::process::workers(self.jobs) > 1)
     }
 
     /// The cache, counting each release it renders or finds into `progress`.
@@ -219,7 +246,8 @@ impl Cache {
             if !keyed {
                 self.progress.release(false);
             }
-            helm.template(t).map(Output::classify)
+            helm.template(t)
+                .map(|raw| Output::classify(raw, self.two_threads()))
         })
     }
 
@@ -261,7 +289,7 @@ impl Cache {
         let key = if probing { self.key(t) } else { Some(key) };
         if let Some(key) = key {
             debug!(release = t.release, key = %&key[..16], "cache miss");
-            if output.raw.len() >= parallel::WORTH_A_THREAD {
+            if output.raw.len() >= parallel::WORTH_A_THREAD && self.two_threads() {
                 self.write_later(key, &output);
             } else {
                 self.write(&key, &output);
@@ -335,9 +363,11 @@ impl Cache {
             return Some(d.clone());
         }
         let mut files: Vec<(Vec<u8>, PathBuf)> = Vec::new();
+        let mut bytes = 0;
         for entry in walkdir::WalkDir::new(dir) {
             let entry = entry.ok()?;
             if entry.file_type().is_file() {
+                bytes += entry.metadata().map_or(0, |m| m.len());
                 // Raw bytes: two names that differ only where they are not UTF-8 stay apart.
                 let rel = entry.path().strip_prefix(dir).ok()?.as_os_str().as_bytes();
                 files.push((rel.to_vec(), entry.into_path()));
@@ -348,8 +378,10 @@ impl Cache {
             }
         }
         files.sort();
-        // Each file's digest on two threads (a chart's CRDs are megabytes), joined in name order.
-        let digests = parallel::map(&files, |content: &mut Vec<u8>, (_, path)| {
+        // Each file's digest, on two threads for a chart of megabytes (CRDs), joined in name order.
+        let large = bytes >= parallel::WORTH_A_THREAD as u64 && self.two_threads();
+        let workers = if large { 2 } else { 1 };
+        let digests = parallel::map(&files, workers, |content: &mut Vec<u8>, (_, path)| {
             content.clear();
             fs::File::open(path)
                 .and_then(|mut f| f.read_to_end(content))
@@ -385,7 +417,8 @@ impl Cache {
         }
         // Exactly the length checked (entries are never written after their rename).
         let len = usize::try_from(meta.len()).ok()?;
-        match read_entry(&file, len, key) {
+        let large = len >= parallel::WORTH_A_THREAD;
+        match read_entry(&file, len, key, large && self.two_threads()) {
             Some(output) => {
                 // The use time for least-recently-used eviction, when it is stale (the owner may
                 // set it on a file opened for reading).
@@ -405,7 +438,15 @@ impl Cache {
     }
 
     fn write(&self, key: &str, output: &Output) {
-        let stored = store(&self.dir, key, output.raw.as_bytes(), &output.index());
+        let large = output.raw.len() >= parallel::WORTH_A_THREAD;
+        let two_threads = large && self.two_threads();
+        let stored = store(
+            &self.dir,
+            key,
+            output.raw.as_bytes(),
+            &output.index(),
+            two_threads,
+        );
         self.count_store(stored);
     }
 
@@ -413,7 +454,7 @@ impl Cache {
     /// taking them into its page cache) is then done while the render goes on.
     fn write_later(&self, key: String, output: &Output) {
         let (dir, raw, index) = (self.dir.clone(), output.raw.clone(), output.index());
-        let thread = std::thread::spawn(move || store(&dir, &key, raw.as_bytes(), &index));
+        let thread = std::thread::spawn(move || store(&dir, &key, raw.as_bytes(), &index, false));
         self.stores
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -528,7 +569,7 @@ impl Cache {
 
 /// Writes an entry (`raw`, then `index`, then the trailer) to a temporary file, then renames it
 /// into place and counts it, under the lock so that the index and the directory agree.
-fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
+fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8], two_threads: bool) -> io::Result<()> {
     let tmp = dir.join(format!(
         ".tmp-{}-{:?}-{}",
         std::process::id(),
@@ -543,7 +584,7 @@ fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
             .create_new(true)
             .mode(0o600)
             .open(&tmp)?;
-        let digest = body_digest(&[raw, index]);
+        let digest = body_digest(&[raw, index], two_threads);
         let trailer = format!(
             "{MAGIC} {key} {} {:020} {:020}\n",
             digest.to_hex(),
@@ -740,7 +781,7 @@ fn is_exact_version(v: &str) -> bool {
 /// then the body with one `read` per half into one buffer, each half read and hashed on a
 /// thread of its own when it is large; Helm's bytes, at the buffer's front, stay there and are
 /// what the output passes on.
-fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
+fn read_entry(file: &fs::File, len: usize, key: &str, two_threads: bool) -> Option<Output> {
     let body = len.checked_sub(TRAILER)?;
     let mut trailer = [0; TRAILER];
     file.read_exact_at(&mut trailer, body as u64).ok()?;
@@ -768,7 +809,7 @@ fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
         Some(blake3::hash(half))
     };
     let (left, right) = parallel::join(
-        body >= parallel::WORTH_A_THREAD,
+        two_threads && body >= parallel::WORTH_A_THREAD,
         || read_half(left, 0),
         || read_half(right, body / 2),
     );
@@ -779,7 +820,7 @@ fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
     // other (the index, a few percent of the entry, is moved off the buffer's end for that).
     let index = entry.split_off(raw_len);
     let (docs, raw) = parallel::join(
-        raw_len >= parallel::WORTH_A_THREAD,
+        two_threads && raw_len >= parallel::WORTH_A_THREAD,
         || Output::decode_index(&index),
         || String::from_utf8(entry).ok(),
     );
@@ -789,7 +830,7 @@ fn read_entry(file: &fs::File, len: usize, key: &str) -> Option<Output> {
 /// The digest of an entry's body (the concatenation of `parts`): the BLAKE3 of the BLAKE3 of
 /// each half (the first `len / 2` bytes, then the rest), so that a hit can read and verify the
 /// halves in parallel. The halves are hashed on two threads when the body is large.
-fn body_digest(parts: &[&[u8]]) -> blake3::Hash {
+fn body_digest(parts: &[&[u8]], two_threads: bool) -> blake3::Hash {
     let len: usize = parts.iter().map(|p| p.len()).sum();
     let half = |range: std::ops::Range<usize>| {
         let mut h = blake3::Hasher::new();
@@ -804,7 +845,7 @@ fn body_digest(parts: &[&[u8]]) -> blake3::Hash {
         h.finalize()
     };
     let (left, right) = parallel::join(
-        len >= parallel::WORTH_A_THREAD,
+        two_threads && len >= parallel::WORTH_A_THREAD,
         || half(0..len / 2),
         || half(len / 2..len),
     );
@@ -979,7 +1020,7 @@ mod tests {
             "---\nkind: Secret\n".repeat(parallel::WORTH_A_THREAD / 10)
         );
         for raw in [small, large] {
-            c.write(&key, &Output::classify(raw.clone()));
+            c.write(&key, &Output::classify(raw.clone(), true));
             let path = c.entry_path(&key);
             let entry = fs::read(&path).unwrap();
             let read = |bytes: &[u8], key: &str| {
@@ -1038,10 +1079,13 @@ mod tests {
             );
             for cut in [0, len / 3, len / 2, len] {
                 let (a, b) = whole.split_at(cut);
-                assert_eq!(body_digest(&[a, b]), expected, "{len} cut at {cut}");
+                assert_eq!(body_digest(&[a, b], true), expected, "{len} cut at {cut}");
             }
         }
-        assert_ne!(body_digest(&[b"ab", b""]), body_digest(&[b"ba", b""]));
+        assert_ne!(
+            body_digest(&[b"ab", b""], true),
+            body_digest(&[b"ba", b""], true)
+        );
     }
 
     #[test]
@@ -1050,7 +1094,7 @@ mod tests {
         let c = cache(&dir, u64::MAX);
         let key = "ef".repeat(32);
         let raw = "---\nkind: Secret\n".repeat(parallel::WORTH_A_THREAD / 10);
-        c.write_later(key.clone(), &Output::classify(raw.clone()));
+        c.write_later(key.clone(), &Output::classify(raw.clone(), true));
         c.finish();
         assert_eq!(c.writes.load(Ordering::Relaxed), 1, "counted for eviction");
         assert_eq!(c.read(&key).map(|o| o.raw.to_string()), Some(raw));
@@ -1068,7 +1112,10 @@ mod tests {
         let dir = scratch("use-time");
         let c = cache(&dir, u64::MAX);
         let key = "ab".repeat(32);
-        c.write(&key, &Output::classify("kind: ConfigMap\n".to_string()));
+        c.write(
+            &key,
+            &Output::classify("kind: ConfigMap\n".to_string(), true),
+        );
         let path = c.entry_path(&key);
         let set = |t: SystemTime| fs::File::open(&path).unwrap().set_modified(t).unwrap();
         let used = || fs::metadata(&path).unwrap().modified().unwrap();
@@ -1114,7 +1161,7 @@ mod tests {
         let dir = scratch("planted");
         let c = cache(&dir, u64::MAX);
         let key = "ab".repeat(32);
-        let output = Output::classify("kind: ConfigMap\n".to_string());
+        let output = Output::classify("kind: ConfigMap\n".to_string(), true);
         c.write(&key, &output);
         let path = c.entry_path(&key);
         assert_eq!(
@@ -1135,7 +1182,7 @@ mod tests {
             .map(|i| blake3::hash(&i.to_le_bytes()).to_hex().to_string())
             .collect();
         for (i, key) in keys.iter().enumerate() {
-            c.write(key, &Output::classify("x".repeat(len)));
+            c.write(key, &Output::classify("x".repeat(len), true));
             let file = fs::File::open(c.entry_path(key)).unwrap();
             file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + i as u64))
                 .unwrap();

@@ -74,7 +74,7 @@ pub fn render(
         };
         // Stored under the release's own key, or else under the archive's content.
         let output = if stored {
-            helm.template(&local).map(Output::classify)?
+            helm.template(&local).map(|raw| cache.classify(raw))?
         } else {
             cache.template(&helm, &local)?
         };

@@ -43,15 +43,17 @@ pub struct Doc {
 
 impl Output {
     /// Splits Helm's stdout into documents and scans each, on two threads for an output of a
-    /// megabyte or more (the scan is most of a cold render's own work).
-    pub fn classify(raw: String) -> Output {
+    /// megabyte or more when the run may use two (the scan is most of a cold render's own work).
+    pub fn classify(raw: String, two_threads: bool) -> Output {
         let pieces = yaml::split(&raw);
-        let scan = |(): &mut (), piece: &yaml::Piece| yaml::scan(piece.text(&raw));
-        let heads = if raw.len() >= parallel::WORTH_A_THREAD {
-            parallel::map(&pieces, scan)
+        let workers = if two_threads && raw.len() >= parallel::WORTH_A_THREAD {
+            2
         } else {
-            pieces.iter().map(|p| scan(&mut (), p)).collect()
+            1
         };
+        let heads = parallel::map(&pieces, workers, |(): &mut (), piece| {
+            yaml::scan(piece.text(&raw))
+        });
         let docs = pieces
             .into_iter()
             .zip(heads)
@@ -641,16 +643,18 @@ mod tests {
         let raw: String = (0..parallel::WORTH_A_THREAD / 40)
             .map(|i| docs[i % docs.len()])
             .collect();
-        let output = Output::classify(raw.clone());
         let pieces = yaml::split(&raw);
         assert!(raw.len() >= parallel::WORTH_A_THREAD && pieces.len() > 10_000);
-        assert_eq!(output.docs.len(), pieces.len());
-        for (doc, piece) in output.docs.iter().zip(&pieces) {
-            assert_eq!(
-                (doc.start, doc.end, doc.line),
-                (piece.start, piece.end, piece.line)
-            );
-            assert_eq!(doc.head, yaml::scan(piece.text(&raw)));
+        for two_threads in [true, false] {
+            let output = Output::classify(raw.clone(), two_threads);
+            assert_eq!(output.docs.len(), pieces.len());
+            for (doc, piece) in output.docs.iter().zip(&pieces) {
+                assert_eq!(
+                    (doc.start, doc.end, doc.line),
+                    (piece.start, piece.end, piece.line)
+                );
+                assert_eq!(doc.head, yaml::scan(piece.text(&raw)));
+            }
         }
     }
 
@@ -665,7 +669,7 @@ mod tests {
             "# Source: c/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \u{e9}\n\n\
              {crd}---\nkind: [unsure\n  ]\n"
         );
-        let output = Output::classify(raw.clone());
+        let output = Output::classify(raw.clone(), true);
         assert_eq!(output.docs.len(), 3);
         assert!(
             output.docs[0].text.is_some() && output.docs[0].head.as_ref().unwrap().slot.is_some()
