@@ -215,28 +215,25 @@ mod tests {
         // every path of up to three of these segments.
         let parts = ["a", "ab", "*", "?", "**", "a*", "*b?", "."];
         let names = ["a", "b", "ab", "", "a\nb", "é"];
-        let join = |items: &[&str]| items.join("/");
+        // Every `/`-joined sequence of `depth` of `items`.
+        fn joined(items: &[&str], depth: usize) -> Vec<String> {
+            (0..depth)
+                .fold(vec![Vec::<&str>::new()], |seqs, _| {
+                    seqs.iter()
+                        .flat_map(|s| items.iter().map(move |i| [s.as_slice(), &[*i]].concat()))
+                        .collect()
+                })
+                .iter()
+                .map(|s| s.join("/"))
+                .collect()
+        }
         let mut patterns = Vec::new();
         let mut paths = vec![String::new()];
         for depth in 1..=3 {
-            let mut combos: Vec<Vec<&str>> = vec![vec![]];
-            for _ in 0..depth {
-                combos = combos
-                    .into_iter()
-                    .flat_map(|c| parts.iter().map(move |p| [c.clone(), vec![*p]].concat()))
-                    .collect();
+            for p in joined(&parts, depth) {
+                patterns.extend([format!("{p}/"), p]);
             }
-            for c in &combos {
-                patterns.extend([join(c), format!("{}/", join(c))]);
-            }
-            let mut names_combos: Vec<Vec<&str>> = vec![vec![]];
-            for _ in 0..depth {
-                names_combos = names_combos
-                    .into_iter()
-                    .flat_map(|c| names.iter().map(move |n| [c.clone(), vec![*n]].concat()))
-                    .collect();
-            }
-            paths.extend(names_combos.iter().map(|c| join(c)));
+            paths.extend(joined(&names, depth));
         }
         let mut compared = 0;
         for pattern in &patterns {
