@@ -3,7 +3,8 @@
 //!
 //! - Each child runs in its own process group, so that stopping it stops whatever it started.
 //! - Its stdout is read against a byte budget the caller shares between the runs of one render;
-//!   past it, or past the deadline, the group is killed and the run fails.
+//!   past it, or past the deadline, the group is killed and the run fails. Each piece read goes
+//!   to the caller's sink as it arrives (a release's output is classified while Helm prints it).
 //! - Of its stderr only the first [`STDERR_KEEP`] bytes are kept, plus a count of the rest: a
 //!   chart's 50 MB `fail` message is not a 50 MB diagnostic.
 //! - SIGTERM, SIGINT and SIGHUP to nyl kill the groups of the children still running before nyl
@@ -23,13 +24,15 @@ use tracing::warn;
 /// How much of a child's stderr is kept: more than any real error message needs.
 pub const STDERR_KEEP: usize = 8 << 10;
 
-/// A child that ran to its end.
+/// A child that ran to its end (its stdout went to the sink).
 #[derive(Debug)]
 pub struct Finished {
     pub status: ExitStatus,
-    pub stdout: Vec<u8>,
     pub stderr: Stderr,
 }
+
+/// Where a child's stdout goes, a piece at a time; an `Err` stops the run with that message.
+pub type Sink<'a> = &'a mut (dyn FnMut(&[u8]) -> Result<(), String> + Send);
 
 /// The start of a child's stderr, and how many bytes after it were dropped.
 #[derive(Debug, Default)]
@@ -59,15 +62,18 @@ pub enum Stopped {
     TimedOut,
     /// Its stdout went past the budget.
     OutputTooLarge,
+    /// The sink refused its stdout.
+    Refused(String),
 }
 
 /// Runs `cmd` with `stdin` as its input until it ends, `timeout` passes or its stdout takes more
-/// than `budget` has left (what it read is taken from `budget`).
+/// than `budget` has left (what it read is taken from `budget`); its stdout goes to `sink`.
 pub fn run(
     cmd: &mut Command,
     stdin: Vec<u8>,
     timeout: Duration,
     budget: &AtomicU64,
+    sink: Sink<'_>,
 ) -> Result<Finished, Stopped> {
     let deadline = Instant::now() + timeout;
     let (mut child, group) = Group::spawn(
@@ -89,12 +95,12 @@ pub fn run(
         let errors = scope.spawn(move || errors.map(read_head).unwrap_or_default());
         let (sender, receiver) = mpsc::channel();
         scope.spawn(move || {
-            let _ = sender.send(output.map_or(Ok(Vec::new()), |o| read_budgeted(o, budget)));
+            let _ = sender.send(output.map_or(Ok(()), |o| read_budgeted(o, budget, sink)));
         });
         let ended = match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))
         {
-            Ok(Ok(stdout)) => match exit_by(&mut child, deadline) {
-                Ok(Some(status)) => Ok((status, stdout)),
+            Ok(Ok(())) => match exit_by(&mut child, deadline) {
+                Ok(Some(status)) => Ok(status),
                 Ok(None) => Err(Stopped::TimedOut),
                 Err(e) => Err(Stopped::Io(e)),
             },
@@ -107,11 +113,10 @@ pub fn run(
         }
         let waited = child.wait();
         drop(group);
-        let (status, stdout) = ended?;
+        let status = ended?;
         waited.map_err(Stopped::Io)?;
         Ok(Finished {
             status,
-            stdout,
             stderr: errors.join().unwrap_or_default(),
         })
     })
@@ -136,40 +141,44 @@ fn exit_by(child: &mut Child, deadline: Instant) -> io::Result<Option<ExitStatus
     }
 }
 
-/// How much of stdout is read before it is taken from the budget: the output kept is never more
-/// than this past the budget.
-const STDOUT_CHUNK: u64 = 1 << 20;
+/// The most of stdout read at once, taken from the budget before the sink sees it.
+const STDOUT_CHUNK: usize = 256 << 10;
 
-/// Reads stdout to its end, taking every chunk from `budget` before reading the next.
-fn read_budgeted(mut out: ChildStdout, budget: &AtomicU64) -> Result<Vec<u8>, Stopped> {
-    // A pipe of 1 MiB (the unprivileged maximum) instead of 64 KiB: Helm blocks on a full pipe
-    // until nyl is scheduled to read it, which on a loaded machine costs more than the reading.
-    // Only a hint: without it the output is the same.
+/// The pipe's size asked for: the unprivileged maximum.
+const PIPE: libc::c_int = 1 << 20;
+
+/// Reads stdout to its end into `sink`, taking every piece from `budget` before passing it on.
+fn read_budgeted(mut out: ChildStdout, budget: &AtomicU64, sink: Sink<'_>) -> Result<(), Stopped> {
+    // A pipe of 1 MiB instead of 64 KiB: Helm blocks on a full pipe until nyl is scheduled to
+    // read it, which on a loaded machine costs more than the reading. Only a hint: without it
+    // the output is the same.
     // SAFETY: fcntl on a descriptor this function owns; it touches no memory.
     unsafe {
-        libc::fcntl(
-            out.as_raw_fd(),
-            libc::F_SETPIPE_SZ,
-            STDOUT_CHUNK as libc::c_int,
-        );
+        libc::fcntl(out.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE);
     }
-    // `read_to_end` grows the buffer geometrically and reads straight into it: megabytes of
-    // output cost a few reallocations, not a copy per chunk.
-    let mut kept = Vec::new();
+    // One buffer, reused: what is held is what the sink keeps, not the whole output.
+    let mut chunk = vec![0; STDOUT_CHUNK];
     loop {
-        // Retries interrupted reads itself.
-        let n = (&mut out)
-            .take(STDOUT_CHUNK)
-            .read_to_end(&mut kept)
-            .map_err(Stopped::Io)?;
-        if n == 0 {
-            return Ok(kept);
-        }
+        let n = match out.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Stopped::Io(e)),
+        };
         budget
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
                 left.checked_sub(n as u64)
             })
             .map_err(|_| Stopped::OutputTooLarge)?;
+        sink(&chunk[..n]).map_err(Stopped::Refused)?;
+    }
+}
+
+/// A sink that keeps everything, for small outputs (`helm version`, `helm pull`).
+pub fn keep_all(kept: &mut Vec<u8>) -> impl FnMut(&[u8]) -> Result<(), String> + Send + '_ {
+    |bytes| {
+        kept.extend_from_slice(bytes);
+        Ok(())
     }
 }
 
@@ -325,15 +334,17 @@ mod tests {
     #[test]
     fn output_within_the_budget_is_read_and_taken_from_it() {
         let budget = AtomicU64::new(100);
+        let mut out = Vec::new();
         let done = run(
             &mut sh("cat; echo err >&2"),
             b"hello".to_vec(),
             Duration::from_secs(30),
             &budget,
+            &mut keep_all(&mut out),
         )
         .unwrap();
         assert!(done.status.success());
-        assert_eq!(done.stdout, b"hello");
+        assert_eq!(out, b"hello");
         assert_eq!(
             (done.stderr.head.as_slice(), done.stderr.cut),
             (&b"err\n"[..], 0)
@@ -349,9 +360,27 @@ mod tests {
             Vec::new(),
             Duration::from_secs(60),
             &budget,
+            &mut keep_all(&mut Vec::new()),
         );
         assert!(
             matches!(stopped, Err(Stopped::OutputTooLarge)),
+            "{stopped:?}"
+        );
+    }
+
+    #[test]
+    fn a_sink_that_refuses_stops_the_child() {
+        let budget = AtomicU64::new(u64::MAX);
+        let mut refuse = |_: &[u8]| Err("not UTF-8".to_string());
+        let stopped = run(
+            &mut sh("exec yes"),
+            Vec::new(),
+            Duration::from_secs(60),
+            &budget,
+            &mut refuse,
+        );
+        assert!(
+            matches!(&stopped, Err(Stopped::Refused(why)) if why == "not UTF-8"),
             "{stopped:?}"
         );
     }
@@ -364,6 +393,7 @@ mod tests {
             Vec::new(),
             Duration::from_secs(60),
             &budget,
+            &mut keep_all(&mut Vec::new()),
         )
         .unwrap();
         assert_eq!(done.status.code(), Some(3));
@@ -385,6 +415,7 @@ mod tests {
             Vec::new(),
             Duration::from_secs(1),
             &budget,
+            &mut keep_all(&mut Vec::new()),
         );
         assert!(matches!(stopped, Err(Stopped::TimedOut)), "{stopped:?}");
         let pid = std::fs::read_to_string(&pid_file).unwrap();

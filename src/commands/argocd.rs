@@ -65,6 +65,7 @@ pub(super) fn argocd_generate(engine: &EngineArgs) -> ExitCode {
         kube_version: settings.kube_version,
         api_versions: settings.api_versions,
         allow_empty: settings.allow_empty,
+        stored_output: true,
         ..engine_request(engine, crate::progress::Progress::default())
     };
     let mut outcome = render::render(&request);

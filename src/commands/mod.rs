@@ -15,7 +15,10 @@ mod values;
 mod version;
 mod whole_target;
 
+use std::fs::File;
 use std::io::{self, IsTerminal, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -29,6 +32,7 @@ use crate::process;
 use crate::progress::Progress;
 use nyl_core::data::diagnostics::{self, Diagnostic};
 use nyl_core::data::provenance::Catalog;
+use nyl_core::expansion::manifest::Part;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -286,6 +290,7 @@ fn engine_request(engine: &EngineArgs, progress: Progress) -> crate::expansion::
         helm_timeout: Duration::from_secs(engine.helm_timeout),
         gate: crate::expansion::render::Gate::AllInputs,
         progress,
+        stored_output: false,
     }
 }
 
@@ -317,13 +322,14 @@ fn print_diagnostics<'a>(diags: impl IntoIterator<Item = (&'a Diagnostic, &'a Ca
 
 /// Writes the whole result at once; a closed pipe (`nyl values | head`) is not an error.
 fn write_stdout(text: &str) -> ExitCode {
-    write_stdout_parts([text])
+    write_stdout_parts([Part::Text(text)])
 }
 
 /// Writes the parts to stdout; a closed pipe is no error (the reader has seen enough).
-fn write_stdout_parts<'a>(parts: impl IntoIterator<Item = &'a str>) -> ExitCode {
+fn write_stdout_parts<'a>(parts: impl IntoIterator<Item = Part<'a>>) -> ExitCode {
     let mut stdout = io::stdout().lock();
-    let written = write_all_parts(&mut stdout, parts).and_then(|()| stdout.flush());
+    let fd = stdout.as_raw_fd();
+    let written = write_all_parts(&mut stdout, Some(fd), parts).and_then(|()| stdout.flush());
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -334,18 +340,34 @@ fn write_stdout_parts<'a>(parts: impl IntoIterator<Item = &'a str>) -> ExitCode 
     }
 }
 
-/// Writes the parts as they are, gathered (`writev`), not copied into a buffer first: the output
-/// can be megabytes, most of it slices of Helm's output.
+/// Writes the parts as they are: text gathered (`writev`), not copied into a buffer first (the
+/// output can be megabytes, most of it slices of Helm's output); stored bytes from their file
+/// into `fd` by the kernel (`sendfile`), never through nyl's memory, or else a piece at a time.
 fn write_all_parts<'a>(
     out: &mut impl Write,
-    parts: impl IntoIterator<Item = &'a str>,
+    fd: Option<RawFd>,
+    parts: impl IntoIterator<Item = Part<'a>>,
 ) -> io::Result<()> {
-    let mut slices: Vec<io::IoSlice> = parts
-        .into_iter()
-        .filter(|p| !p.is_empty())
-        .map(|p| io::IoSlice::new(p.as_bytes()))
-        .collect();
-    let mut rest = &mut slices[..];
+    let mut slices: Vec<io::IoSlice> = Vec::new();
+    for part in parts {
+        match part {
+            Part::Text("") => {}
+            Part::Text(text) => slices.push(io::IoSlice::new(text.as_bytes())),
+            Part::Stored(stored, range) => {
+                write_slices(out, &mut slices)?;
+                slices.clear();
+                let file = stored.bytes.downcast_ref::<File>().ok_or_else(|| {
+                    io::Error::other("internal error: stored output not in a file")
+                })?;
+                copy_range(out, fd, file, range)?;
+            }
+        }
+    }
+    write_slices(out, &mut slices)
+}
+
+fn write_slices(out: &mut impl Write, slices: &mut [io::IoSlice]) -> io::Result<()> {
+    let mut rest = slices;
     while !rest.is_empty() {
         match out.write_vectored(rest) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -357,9 +379,54 @@ fn write_all_parts<'a>(
     Ok(())
 }
 
+/// Copies `range` of `file` to `out` (whose descriptor is `fd`): by `sendfile` where the kernel
+/// can (it reads at an offset of its own and leaves the file's position alone), else with
+/// `pread` and writes.
+fn copy_range(
+    out: &mut impl Write,
+    fd: Option<RawFd>,
+    file: &File,
+    range: std::ops::Range<usize>,
+) -> io::Result<()> {
+    let mut at = range.start;
+    if let Some(fd) = fd {
+        // What `out` holds goes first.
+        out.flush()?;
+        while at < range.end {
+            let mut offset = libc::off_t::try_from(at).map_err(io::Error::other)?;
+            // SAFETY: sendfile copies between two open descriptors inside the kernel, at the
+            // offset given; the only memory it writes is `offset`, a local.
+            let n =
+                unsafe { libc::sendfile(fd, file.as_raw_fd(), &raw mut offset, range.end - at) };
+            match usize::try_from(n) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => at += n,
+                Err(_) => {
+                    let e = io::Error::last_os_error();
+                    match e.raw_os_error() {
+                        Some(libc::EINTR) => {}
+                        // Not for this kind of output, as the first call tells.
+                        Some(libc::EINVAL | libc::ENOSYS) if at == range.start => break,
+                        _ => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+    let mut buf = vec![0; (range.end - at).min(256 << 10)];
+    while at < range.end {
+        let n = (range.end - at).min(buf.len());
+        file.read_exact_at(&mut buf[..n], at as u64)?;
+        out.write_all(&buf[..n])?;
+        at += n;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nyl_core::expansion::manifest::Stored;
 
     /// Takes at most 3 bytes of one slice per call, as a pipe may take less than offered.
     struct Trickle(Vec<u8>);
@@ -377,12 +444,43 @@ mod tests {
 
     #[test]
     fn parts_are_written_whole_and_in_order_however_little_each_write_takes() {
-        let parts = ["---\n", "", "kind: A\n", "metadata:\n  namespace: x\n", "b"];
+        let texts = ["---\n", "", "kind: A\n", "metadata:\n  namespace: x\n", "b"];
+        // Stored bytes between the texts, from a file, as a large release's output is passed on.
+        let path = std::env::temp_dir().join(format!("nyl-parts-{}", std::process::id()));
+        let stored_text = "x".repeat(300 << 10) + "---\nkind: B\n";
+        std::fs::write(&path, format!("junk{stored_text}junk")).unwrap();
+        let stored = Stored {
+            bytes: std::sync::Arc::new(File::open(&path).unwrap()),
+            len: stored_text.len() + 8,
+        };
+        std::fs::remove_file(&path).unwrap();
+        let range = 4..4 + stored_text.len();
+        let text_parts = || texts.iter().map(|t| Part::Text(t));
+        let parts = || {
+            let stored = Part::Stored(&stored, range.clone());
+            text_parts()
+                .take(3)
+                .chain([stored])
+                .chain(text_parts().skip(3))
+        };
+        let expected = [
+            &texts[..3].concat(),
+            stored_text.as_str(),
+            &texts[3..].concat(),
+        ]
+        .concat();
         let mut out = Trickle(Vec::new());
-        write_all_parts(&mut out, parts).unwrap();
-        assert_eq!(out.0, parts.concat().as_bytes());
+        write_all_parts(&mut out, None, parts()).unwrap();
+        assert_eq!(out.0, expected.as_bytes());
         let mut out = Vec::new();
-        write_all_parts(&mut out, parts).unwrap();
-        assert_eq!(out, parts.concat().as_bytes());
+        write_all_parts(&mut out, None, parts()).unwrap();
+        assert_eq!(out, expected.as_bytes());
+        // Into a file's descriptor: the stored bytes by `sendfile`, in their place.
+        let target = std::env::temp_dir().join(format!("nyl-parts-out-{}", std::process::id()));
+        let mut file = File::create(&target).unwrap();
+        let fd = file.as_raw_fd();
+        write_all_parts(&mut file, Some(fd), parts()).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), expected);
+        std::fs::remove_file(&target).unwrap();
     }
 }

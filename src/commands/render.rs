@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::expansion::render;
 use nyl_core::data::provenance::Catalog;
-use nyl_core::expansion::manifest::Manifest;
+use nyl_core::expansion::manifest::{Manifest, Part};
 use nyl_core::repository::argocd;
 
 use super::{
@@ -59,6 +59,7 @@ pub(super) fn render(args: RenderArgs) -> ExitCode {
         kube_version: args.kube_version.or_else(|| env_var("KUBE_VERSION")),
         api_versions,
         allow_empty: args.allow_empty,
+        stored_output: matches!(args.output, Format::Yaml),
         ..engine_request(&args.engine, progress)
     };
     if whole_target {
@@ -113,7 +114,7 @@ fn print_target_render(
                 .map(|(app, _)| whole_target::header(app, target))
                 .collect();
             let parts = outcome.apps.iter().zip(&headers).flat_map(|((_, o), h)| {
-                std::iter::once(h.as_str()).chain(o.manifests.iter().flat_map(Manifest::parts))
+                std::iter::once(Part::Text(h)).chain(o.manifests.iter().flat_map(Manifest::parts))
             });
             write_stdout_parts(parts)
         }

@@ -48,6 +48,10 @@ pub struct Request {
     pub gate: Gate,
     /// Counts the releases rendered (shown on a terminal).
     pub progress: crate::progress::Progress,
+    /// Whether a large release's output may stay in a file (its cache entry, or one of its own)
+    /// and reach stdout from there: only for a run that writes the manifests as they are
+    /// (YAML), so that nyl's memory does not grow with the output (docs/performance.md).
+    pub stored_output: bool,
 }
 
 /// Which problems stop Helm from running.
@@ -128,6 +132,7 @@ impl Run {
             Cache::new(dir, req.cache, req.cache_max_bytes, helm)
                 .with_progress(req.progress.clone())
                 .with_jobs(req.jobs)
+                .with_stored(req.stored_output)
         });
         Ok((helm.for_render(), cache))
     }
@@ -501,13 +506,24 @@ impl Tree<'_> {
                         problems.push(refused);
                         break;
                     }
-                    let source = output.source(doc);
+                    let Some(source) = output.source(doc) else {
+                        problems.push(
+                            Diagnostic::new(
+                                Code::IoError,
+                                "internal error: a stored document to read was not read",
+                            )
+                            .at(Loc::new(file, doc.line)),
+                        );
+                        break;
+                    };
                     let parsed =
                         yaml::parse_stream_from(source, file, doc.line, budget, Mode::Lenient);
                     problems.extend(yaml::with_template(source, parsed.diagnostics));
+                    // Its output text: its own when it differs from its bytes.
+                    let text = doc.text.as_deref().unwrap_or(source);
                     let docs = parsed.docs.into_iter().map(|node| yaml::Document {
                         node,
-                        text: output.text(doc).as_str().to_string(),
+                        text: text.to_string(),
                     });
                     entries.extend(self.session.entries(docs.collect(), None, &namespace));
                 }

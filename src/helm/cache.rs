@@ -14,12 +14,14 @@
 //! - Keys and entry digests are BLAKE3 (256 bits, collision-resistant, several times faster than
 //!   SHA-256 on the megabytes of a large chart and its output).
 //! - An entry is the output as classified: Helm's bytes, then the index of its documents
-//!   ([`Output::index`], binary), then a trailer of fixed length, `nyl-cache-v6 <key> <digest>
+//!   ([`Output::index`], binary), then a trailer of fixed length, `nyl-cache-v7 <key> <digest>
 //!   <index length> <output length>\n` (lengths of 20 digits), verified whole against its
 //!   digest on every read: a corrupt, truncated or misplaced entry is a miss and a warning,
-//!   never wrong output. The digest is the BLAKE3 of the BLAKE3 digests of the body's two
-//!   halves, so a hit reads and hashes the halves on two threads. A hit does no YAML work and
-//!   reads the body into the buffer whose front, Helm's bytes, it passes on.
+//!   never wrong output. The digest goes by blocks of the body ([`BodyDigest`]), so a write
+//!   hashes the body as Helm prints it and a hit hashes the blocks on two threads. A hit does no
+//!   YAML work: it reads the body into the buffer whose front, Helm's bytes, it passes on, or,
+//!   for a large output going straight to stdout, verifies it a block at a time and passes on
+//!   the entry file itself ([`crate::helm::output`]).
 //! - Only a directory the user owns and nobody else can write is used, and only entries the user
 //!   owns and nobody else can write are served: anything else may hold renders nyl never wrote.
 //!   nyl creates the directory `0700` and entries `0600`. A directory or entry that fails the
@@ -47,12 +49,13 @@ use std::time::{Duration, SystemTime};
 
 use tracing::{debug, info, warn};
 
+use crate::helm::output::{Keep, Read as ReadOutput, Reading, Spill, STORE_FROM};
 use crate::helm::{create_private_dir, Failure, Helm, Template};
-use nyl_core::expansion::manifest::Output;
+use nyl_core::expansion::manifest::{Output, Raw, Stored};
 use nyl_core::parallel;
 use nyl_core::project::objects::ChartSource;
 
-const MAGIC: &str = "nyl-cache-v6";
+const MAGIC: &str = "nyl-cache-v7";
 /// The length of an entry's trailer: magic, key and digest (64 hex digits each), two lengths of
 /// 20 digits, the spaces between and a line break.
 const TRAILER: usize = MAGIC.len() + 1 + 64 + 1 + 64 + 1 + 20 + 1 + 20 + 1;
@@ -103,6 +106,9 @@ pub struct Cache {
     /// thread too.
     jobs: Option<usize>,
     two_threads: OnceLock<bool>,
+    /// Large outputs may stay in files (their entries, or files of their own): the run passes
+    /// them on to stdout as they are.
+    stored: bool,
 }
 
 impl Drop for Cache {
@@ -209,7 +215,15 @@ impl Cache {
             progress: crate::progress::Progress::default(),
             jobs: None,
             two_threads: OnceLock::new(),
+            stored: false,
         }
+    }
+
+    /// The cache, its large outputs kept in files when `stored` (see [`Cache::stored`]).
+    pub fn with_stored(self, stored: bool) -> Cache {
+        let mut cache = self;
+        cache.stored = stored;
+        cache
     }
 
     /// The cache, its large releases' work on two threads only when `jobs` allows two.
@@ -219,10 +233,15 @@ impl Cache {
         cache
     }
 
-    /// Helm's stdout split and scanned, on two threads when it is large and the run allows.
-    pub fn classify(&self, raw: String) -> Output {
-        let two_threads = raw.len() >= parallel::WORTH_A_THREAD && self.two_threads();
-        Output::classify(raw, two_threads)
+    /// A reading of one release's output: a large one goes to a new entry when it will be stored
+    /// (`keyed`), else to a file of its own, when the run passes outputs on as they are.
+    pub fn reading(&self, keyed: bool) -> Reading {
+        let keep = match (self.stored, keyed && self.mode != Mode::Off) {
+            (false, _) => Keep::Memory,
+            (true, true) => Keep::Entry(self.dir.clone()),
+            (true, false) => Keep::Scratch,
+        };
+        Reading::new(keep, self.two_threads())
     }
 
     /// Whether a large release's work may take a second thread (the cores are asked only once
@@ -246,8 +265,9 @@ impl Cache {
             if !keyed {
                 self.progress.release(false);
             }
-            helm.template(t)
-                .map(|raw| Output::classify(raw, self.two_threads()))
+            let mut reading = self.reading(keyed);
+            helm.template(t, &mut reading)?;
+            reading.finish()
         })
     }
 
@@ -260,7 +280,7 @@ impl Cache {
         &self,
         helm: &Helm,
         t: &Template<'_>,
-        miss: impl FnOnce(bool) -> Result<Output, E>,
+        miss: impl FnOnce(bool) -> Result<ReadOutput, E>,
     ) -> Result<Output, E> {
         // The first run of a helm binary asks its version alongside its first renders instead of
         // before them: the key needs the version, so those renders look nothing up (nothing can
@@ -272,7 +292,7 @@ impl Cache {
             _ => self.key(t),
         };
         let Some(key) = key else {
-            return miss(false);
+            return miss(false).map(|read| read.output);
         };
         if self.mode == Mode::ReadWrite && !probing {
             if let Some(output) = self.read(&key) {
@@ -285,11 +305,14 @@ impl Cache {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         self.progress.release(false);
-        let output = miss(true)?;
+        let ReadOutput { output, entry } = miss(true)?;
         let key = if probing { self.key(t) } else { Some(key) };
         if let Some(key) = key {
             debug!(release = t.release, key = %&key[..16], "cache miss");
-            if output.raw.len() >= parallel::WORTH_A_THREAD && self.two_threads() {
+            if let Some(entry) = entry {
+                let stored = complete(&self.dir, entry, &key, &output.index());
+                self.count_store(stored);
+            } else if output.raw.len() >= parallel::WORTH_A_THREAD && self.two_threads() {
                 self.write_later(key, &output);
             } else {
                 self.write(&key, &output);
@@ -418,7 +441,7 @@ impl Cache {
         // Exactly the length checked (entries are never written after their rename).
         let len = usize::try_from(meta.len()).ok()?;
         let large = len >= parallel::WORTH_A_THREAD;
-        match read_entry(&file, len, key, large && self.two_threads()) {
+        match read_entry(&file, len, key, large && self.two_threads(), self.stored) {
             Some(output) => {
                 // The use time for least-recently-used eviction, when it is stale (the owner may
                 // set it on a file opened for reading).
@@ -438,23 +461,20 @@ impl Cache {
     }
 
     fn write(&self, key: &str, output: &Output) {
-        let large = output.raw.len() >= parallel::WORTH_A_THREAD;
-        let two_threads = large && self.two_threads();
-        let stored = store(
-            &self.dir,
-            key,
-            output.raw.as_bytes(),
-            &output.index(),
-            two_threads,
-        );
-        self.count_store(stored);
+        if let Raw::Text(raw) = &output.raw {
+            let stored = store(&self.dir, key, raw.as_bytes(), &output.index());
+            self.count_store(stored);
+        }
     }
 
     /// Writes an entry on a thread of its own: writing megabytes (hashing them, and the kernel
     /// taking them into its page cache) is then done while the render goes on.
     fn write_later(&self, key: String, output: &Output) {
-        let (dir, raw, index) = (self.dir.clone(), output.raw.clone(), output.index());
-        let thread = std::thread::spawn(move || store(&dir, &key, raw.as_bytes(), &index, false));
+        let Raw::Text(raw) = &output.raw else {
+            return;
+        };
+        let (dir, raw, index) = (self.dir.clone(), raw.clone(), output.index());
+        let thread = std::thread::spawn(move || store(&dir, &key, raw.as_bytes(), &index));
         self.stores
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -567,50 +587,86 @@ impl Cache {
     }
 }
 
-/// Writes an entry (`raw`, then `index`, then the trailer) to a temporary file, then renames it
-/// into place and counts it, under the lock so that the index and the directory agree.
-fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8], two_threads: bool) -> io::Result<()> {
-    let tmp = dir.join(format!(
+/// A new temporary file's path in `dir`, unique to this process and thread.
+pub(crate) fn temp_path(dir: &Path) -> PathBuf {
+    dir.join(format!(
         ".tmp-{}-{:?}-{}",
         std::process::id(),
         std::thread::current().id(),
         SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
-    ));
+    ))
+}
+
+/// Writes an entry (`raw`, then `index`, then the trailer) to a temporary file, then moves it
+/// into place.
+fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
+    let tmp = temp_path(dir);
     let result = (|| {
         let mut file = fs::File::options()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&tmp)?;
-        let digest = body_digest(&[raw, index], two_threads);
-        let trailer = format!(
-            "{MAGIC} {key} {} {:020} {:020}\n",
-            digest.to_hex(),
-            index.len(),
-            raw.len()
-        );
-        debug_assert_eq!(trailer.len(), TRAILER);
+        let mut digest = BodyDigest::default();
+        digest.update(raw);
+        digest.update(index);
         // Parts written as they are: the output is not copied into one buffer first.
-        for part in [raw, index, trailer.as_bytes()] {
+        for part in [
+            raw,
+            index,
+            trailer(key, &digest, index.len(), raw.len()).as_bytes(),
+        ] {
             file.write_all(part)?;
         }
-        // No fsync: an entry torn by a crash fails verification and is a miss, so the rename
-        // alone is enough, and a render does not wait for the disk.
-        let len = file.metadata()?.len();
-        let mut accounting = Index::lock(dir)?;
-        let path = entry_path(dir, key);
-        create_private_dir(path.parent().unwrap_or(dir))?;
-        let replaced = fs::symlink_metadata(&path).map_or(0, |m| m.len());
-        fs::rename(&tmp, &path)?;
-        accounting.add(shard_of(key), len, replaced);
-        accounting.save()
+        place(dir, &tmp, key, file.metadata()?.len())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Completes an entry whose body was written up to the index as Helm printed the output
+/// ([`crate::helm::output`]): the index, the trailer, and into place.
+fn complete(dir: &Path, mut entry: Spill, key: &str, index: &[u8]) -> io::Result<()> {
+    let raw_len = entry.len;
+    entry.write(index)?;
+    let trailer = trailer(key, &entry.digest, index.len(), raw_len);
+    (&*entry.file).write_all(trailer.as_bytes())?;
+    let tmp = entry
+        .tmp
+        .clone()
+        .ok_or_else(|| io::Error::other("no entry to complete"))?;
+    place(dir, &tmp, key, (entry.len + trailer.len()) as u64)?;
+    // In place: nothing left to remove.
+    entry.tmp = None;
+    Ok(())
+}
+
+/// An entry's trailer.
+fn trailer(key: &str, digest: &BodyDigest, index_len: usize, raw_len: usize) -> String {
+    let trailer = format!(
+        "{MAGIC} {key} {} {index_len:020} {raw_len:020}\n",
+        digest.finalize().to_hex(),
+    );
+    debug_assert_eq!(trailer.len(), TRAILER);
+    trailer
+}
+
+/// Renames a written entry of `len` bytes into place and counts it, under the lock so that
+/// the index and the directory agree.
+fn place(dir: &Path, tmp: &Path, key: &str, len: u64) -> io::Result<()> {
+    // No fsync: an entry torn by a crash fails verification and is a miss, so the rename
+    // alone is enough, and a render does not wait for the disk.
+    let mut accounting = Index::lock(dir)?;
+    let path = entry_path(dir, key);
+    create_private_dir(path.parent().unwrap_or(dir))?;
+    let replaced = fs::symlink_metadata(&path).map_or(0, |m| m.len());
+    fs::rename(tmp, &path)?;
+    accounting.add(shard_of(key), len, replaced);
+    accounting.save()
 }
 
 fn entry_path(dir: &Path, key: &str) -> PathBuf {
@@ -777,11 +833,19 @@ fn is_exact_version(v: &str) -> bool {
 }
 
 /// The output an entry of `len` bytes holds, if its trailer names `key` and its digest matches
-/// its content. The trailer is read first, so an entry of another key or format costs no more;
-/// then the body with one `read` per half into one buffer, each half read and hashed on a
-/// thread of its own when it is large; Helm's bytes, at the buffer's front, stay there and are
-/// what the output passes on.
-fn read_entry(file: &fs::File, len: usize, key: &str, two_threads: bool) -> Option<Output> {
+/// its content. The trailer is read first, so an entry of another key or format costs no more.
+/// A large output that the run passes on as it is (`stored`) stays in the entry: its blocks are
+/// read and hashed a few at a time, on two threads, and only its index and the documents to be
+/// read fully are kept. Any other is read whole, with one `read` per half, the halves on two
+/// threads when it is large; Helm's bytes, at the buffer's front, stay there and are what the
+/// output passes on.
+fn read_entry(
+    file: &fs::File,
+    len: usize,
+    key: &str,
+    two_threads: bool,
+    stored: bool,
+) -> Option<Output> {
     let body = len.checked_sub(TRAILER)?;
     let mut trailer = [0; TRAILER];
     file.read_exact_at(&mut trailer, body as u64).ok()?;
@@ -802,62 +866,107 @@ fn read_entry(file: &fs::File, len: usize, key: &str, two_threads: bool) -> Opti
         return None;
     }
     let digest = blake3::Hash::from_hex(digest).ok()?;
+    let workers = if two_threads && body >= parallel::WORTH_A_THREAD {
+        2
+    } else {
+        1
+    };
+    if stored && raw_len >= STORE_FROM {
+        let blocks: Vec<usize> = (0..body.div_ceil(BLOCK)).collect();
+        let digests = parallel::map(&blocks, workers, |buf: &mut Vec<u8>, &i| {
+            buf.resize(BLOCK.min(body - i * BLOCK), 0);
+            file.read_exact_at(buf, (i * BLOCK) as u64).ok()?;
+            Some(blake3::hash(buf))
+        });
+        if joined(digests.into_iter().collect::<Option<Vec<_>>>()?) != digest {
+            return None;
+        }
+        // Entries are never written after their rename: what was verified is what is read.
+        let mut index = vec![0; index_len];
+        file.read_exact_at(&mut index, raw_len as u64).ok()?;
+        let bytes = std::sync::Arc::new(file.try_clone().ok()?);
+        let stored = Stored {
+            bytes,
+            len: raw_len,
+        };
+        let mut output = Output::stored(Output::decode_index(&index)?, stored)?;
+        for doc in output.needing_sources() {
+            let mut source = vec![0; doc.end - doc.start];
+            file.read_exact_at(&mut source, doc.start as u64).ok()?;
+            doc.source = Some(String::from_utf8(source).ok()?);
+        }
+        return Some(output);
+    }
     let mut entry = vec![0; body];
     let (left, right) = entry.split_at_mut(body / 2);
-    let read_half = |half: &mut [u8], at: usize| {
-        file.read_exact_at(half, at as u64).ok()?;
-        Some(blake3::hash(half))
-    };
+    let read_half = |half: &mut [u8], at: usize| file.read_exact_at(half, at as u64).ok();
     let (left, right) = parallel::join(
-        two_threads && body >= parallel::WORTH_A_THREAD,
+        workers > 1,
         || read_half(left, 0),
         || read_half(right, body / 2),
     );
-    if joined(left?, right?) != digest {
+    left?;
+    right?;
+    let blocks: Vec<&[u8]> = entry.chunks(BLOCK).collect();
+    let digests = parallel::map(&blocks, workers, |(): &mut (), block| blake3::hash(block));
+    if joined(digests) != digest {
         return None;
     }
     // Helm's bytes are checked to be UTF-8 on one thread while the index is decoded on the
     // other (the index, a few percent of the entry, is moved off the buffer's end for that).
     let index = entry.split_off(raw_len);
     let (docs, raw) = parallel::join(
-        two_threads && raw_len >= parallel::WORTH_A_THREAD,
+        workers > 1 && raw_len >= parallel::WORTH_A_THREAD,
         || Output::decode_index(&index),
         || String::from_utf8(entry).ok(),
     );
     Output::new(docs?, raw?)
 }
 
-/// The digest of an entry's body (the concatenation of `parts`): the BLAKE3 of the BLAKE3 of
-/// each half (the first `len / 2` bytes, then the rest), so that a hit can read and verify the
-/// halves in parallel. The halves are hashed on two threads when the body is large.
-fn body_digest(parts: &[&[u8]], two_threads: bool) -> blake3::Hash {
-    let len: usize = parts.iter().map(|p| p.len()).sum();
-    let half = |range: std::ops::Range<usize>| {
-        let mut h = blake3::Hasher::new();
-        let mut at = 0;
-        for part in parts {
-            let (start, end) = (range.start.max(at), range.end.min(at + part.len()));
-            if start < end {
-                h.update(&part[start - at..end - at]);
-            }
-            at += part.len();
-        }
-        h.finalize()
-    };
-    let (left, right) = parallel::join(
-        two_threads && len >= parallel::WORTH_A_THREAD,
-        || half(0..len / 2),
-        || half(len / 2..len),
-    );
-    joined(left, right)
+/// The block size of [`BodyDigest`].
+const BLOCK: usize = 256 << 10;
+
+/// The digest of an entry's body: the BLAKE3 of the BLAKE3 digests of its blocks of [`BLOCK`]
+/// bytes (the last one shorter), in order. A write hashes the body as it goes; a hit hashes the
+/// blocks on two threads.
+#[derive(Default)]
+pub struct BodyDigest {
+    block: blake3::Hasher,
+    filled: usize,
+    blocks: blake3::Hasher,
 }
 
-/// The digest of two halves' digests.
-fn joined(left: blake3::Hash, right: blake3::Hash) -> blake3::Hash {
-    blake3::Hasher::new()
-        .update(left.as_bytes())
-        .update(right.as_bytes())
-        .finalize()
+impl BodyDigest {
+    pub fn update(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let n = (BLOCK - self.filled).min(bytes.len());
+            self.block.update(&bytes[..n]);
+            self.filled += n;
+            bytes = &bytes[n..];
+            if self.filled == BLOCK {
+                self.blocks.update(self.block.finalize().as_bytes());
+                self.block.reset();
+                self.filled = 0;
+            }
+        }
+    }
+
+    pub fn finalize(&self) -> blake3::Hash {
+        let mut blocks = self.blocks.clone();
+        if self.filled > 0 {
+            blocks.update(self.block.finalize().as_bytes());
+        }
+        blocks.finalize()
+    }
+}
+
+/// The digest of the blocks' digests, as [`BodyDigest::finalize`] gives it.
+fn joined(digests: Vec<blake3::Hash>) -> blake3::Hash {
+    let mut h = blake3::Hasher::new();
+    for d in digests {
+        h.update(d.as_bytes());
+    }
+    h.finalize()
 }
 
 #[cfg(test)]
@@ -1025,14 +1134,14 @@ mod tests {
             let entry = fs::read(&path).unwrap();
             let read = |bytes: &[u8], key: &str| {
                 fs::write(&path, bytes).unwrap();
-                c.read(key).map(|o| o.raw.to_string())
+                c.read(key).map(text)
             };
             assert_eq!(read(&entry, &key).as_deref(), Some(raw.as_str()));
             // Moved: the same file under another key's name.
             let other = "cd".repeat(32);
             fs::create_dir_all(c.entry_path(&other).parent().unwrap()).unwrap();
             fs::copy(&path, c.entry_path(&other)).unwrap();
-            assert_eq!(c.read(&other).map(|o| o.raw.to_string()), None, "moved");
+            assert_eq!(c.read(&other).map(text), None, "moved");
             let n = entry.len();
             assert_eq!(read(&entry[..n - 3], &key), None, "truncated");
             assert_eq!(read(&entry[..TRAILER], &key), None, "no body");
@@ -1066,26 +1175,67 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
+    /// The output's text, for an output held in memory.
+    fn text(output: Output) -> String {
+        match output.raw {
+            Raw::Text(raw) => raw.to_string(),
+            Raw::Stored(stored) => panic!("stored: {stored:?}"),
+        }
+    }
+
     #[test]
-    fn the_body_digest_is_the_digest_of_its_halves_however_it_is_cut() {
-        let bytes: Vec<u8> = (0..(parallel::WORTH_A_THREAD + 4097))
-            .map(|i| (i % 251) as u8)
-            .collect();
-        for len in [0, 1, 2, 1000, parallel::WORTH_A_THREAD - 1, bytes.len()] {
+    fn the_body_digest_is_the_digest_of_its_blocks_however_it_is_fed() {
+        let bytes: Vec<u8> = (0..(3 * BLOCK + 4097)).map(|i| (i % 251) as u8).collect();
+        for len in [0, 1, 1000, BLOCK - 1, BLOCK, BLOCK + 1, bytes.len()] {
             let whole = &bytes[..len];
-            let expected = joined(
-                blake3::hash(&whole[..len / 2]),
-                blake3::hash(&whole[len / 2..]),
-            );
-            for cut in [0, len / 3, len / 2, len] {
-                let (a, b) = whole.split_at(cut);
-                assert_eq!(body_digest(&[a, b], true), expected, "{len} cut at {cut}");
+            let expected = joined(whole.chunks(BLOCK).map(blake3::hash).collect());
+            for piece in [1, 4096, BLOCK - 1, BLOCK, len.max(1)] {
+                let mut digest = BodyDigest::default();
+                whole.chunks(piece).for_each(|p| digest.update(p));
+                assert_eq!(digest.finalize(), expected, "{len} in pieces of {piece}");
             }
         }
-        assert_ne!(
-            body_digest(&[b"ab", b""], true),
-            body_digest(&[b"ba", b""], true)
+        let digest = |bytes: &[u8]| {
+            let mut d = BodyDigest::default();
+            d.update(bytes);
+            d.finalize()
+        };
+        assert_ne!(digest(b"ab"), digest(b"ba"));
+    }
+
+    #[test]
+    fn a_large_entry_passed_on_as_it_is_stays_in_its_file_and_is_verified_first() {
+        let dir = scratch("stored");
+        let c = cache(&dir, u64::MAX).with_stored(true);
+        let key = "ab".repeat(32);
+        // Over STORE_FROM, with a document only the full reader can tell.
+        let raw = format!(
+            "{}---\nkind: [unsure\n  ]\n",
+            "---\nkind: Secret\n".repeat(STORE_FROM / 10)
         );
+        c.write(&key, &Output::classify(raw.clone(), true));
+        let output = c.read(&key).unwrap();
+        let Raw::Stored(stored) = &output.raw else {
+            panic!("held in memory")
+        };
+        let file = stored.bytes.downcast_ref::<fs::File>().unwrap();
+        let mut held = vec![0; stored.len];
+        file.read_exact_at(&mut held, 0).unwrap();
+        assert_eq!(held, raw.as_bytes());
+        let unsure = output.docs.last().unwrap();
+        assert_eq!(output.source(unsure), Some("---\nkind: [unsure\n  ]\n"));
+        assert_eq!(
+            output.source(&output.docs[0]),
+            None,
+            "only what is read is held"
+        );
+        // A changed byte anywhere in its output is a miss, as for an entry read whole.
+        let path = c.entry_path(&key);
+        let mut corrupt = fs::read(&path).unwrap();
+        corrupt[raw.len() - 3] ^= 1;
+        fs::write(&path, &corrupt).unwrap();
+        assert!(c.read(&key).is_none());
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -1097,7 +1247,7 @@ mod tests {
         c.write_later(key.clone(), &Output::classify(raw.clone(), true));
         c.finish();
         assert_eq!(c.writes.load(Ordering::Relaxed), 1, "counted for eviction");
-        assert_eq!(c.read(&key).map(|o| o.raw.to_string()), Some(raw));
+        assert_eq!(c.read(&key).map(text), Some(raw));
         let names: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -1169,7 +1319,7 @@ mod tests {
             0o600,
             "entries are private"
         );
-        let raw = c.read(&key).map(|o| o.raw.to_string());
+        let raw = c.read(&key).map(text);
         assert_eq!(raw.as_deref(), Some("kind: ConfigMap\n"));
         fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
         assert!(c.read(&key).is_none());

@@ -11,6 +11,7 @@
 
 mod build_info;
 pub mod cache;
+pub mod output;
 pub mod remote;
 pub mod values_schema;
 
@@ -33,6 +34,7 @@ use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::project::objects::ChartSource;
 use nyl_core::project::objects::RemoteChart;
 use nyl_core::values::coalesce::parse_version;
+use output::Reading;
 
 /// The oldest Helm nyl supports: `--api-versions` entries, OCI support and `-f -` behave as nyl
 /// expects from 3.8 on.
@@ -310,20 +312,21 @@ impl Helm {
         args
     }
 
-    /// Runs `helm template` within the deadline and the output budget.
-    pub fn template(&self, t: &Template<'_>) -> Result<String, Failure> {
+    /// Runs `helm template` within the deadline and the output budget, its output read into
+    /// `reading` as Helm prints it.
+    pub fn template(&self, t: &Template<'_>, reading: &mut Reading) -> Result<(), Failure> {
         let args = Self::template_args(t);
         debug!(release = t.release, ?args, "helm template");
         let mut cmd = Command::new(&self.path);
         cmd.args(&args);
-        let stdout = self.run(
+        let mut sink = |bytes: &[u8]| reading.push(bytes);
+        self.run(
             &mut cmd,
             t.values_json.as_bytes().to_vec(),
             (&self.output_left, self.max_output),
             t.release,
-        )?;
-        String::from_utf8(stdout)
-            .map_err(|_| Failure::Failed("helm printed output that is not UTF-8".to_string()))
+            &mut sink,
+        )
     }
 
     /// The arguments of `helm pull` for a remote chart, written into `destination`. As for
@@ -358,29 +361,36 @@ impl Helm {
         cmd.args(&args).env("HELM_CACHE_HOME", cache_home);
         // What `helm pull` prints is no render output: a budget of its own.
         let budget = AtomicU64::new(PROBE_MAX_BYTES);
-        self.run(&mut cmd, Vec::new(), (&budget, PROBE_MAX_BYTES), release)
-            .map(drop)
+        let mut ignore = |_: &[u8]| Ok(());
+        self.run(
+            &mut cmd,
+            Vec::new(),
+            (&budget, PROBE_MAX_BYTES),
+            release,
+            &mut ignore,
+        )
     }
 
     /// Runs one Helm process within the time left and the stdout budget (what is left of it, and
-    /// its size for messages); its stdout when it succeeded.
+    /// its size for messages), its stdout into `sink`.
     fn run(
         &self,
         cmd: &mut Command,
         stdin: Vec<u8>,
         (budget, max): (&AtomicU64, u64),
         release: &str,
-    ) -> Result<Vec<u8>, Failure> {
-        let done =
-            process::run(cmd, stdin, self.time_left(), budget).map_err(
-                |stopped| match stopped {
-                    Stopped::Io(e) => {
-                        Failure::Failed(format!("cannot run {}: {e}", self.path.display()))
-                    }
-                    Stopped::TimedOut => Failure::TimedOut(self.timeout),
-                    Stopped::OutputTooLarge => Failure::OutputTooLarge(max),
-                },
-            )?;
+        sink: process::Sink<'_>,
+    ) -> Result<(), Failure> {
+        let done = process::run(cmd, stdin, self.time_left(), budget, sink).map_err(|stopped| {
+            match stopped {
+                Stopped::Io(e) => {
+                    Failure::Failed(format!("cannot run {}: {e}", self.path.display()))
+                }
+                Stopped::TimedOut => Failure::TimedOut(self.timeout),
+                Stopped::OutputTooLarge => Failure::OutputTooLarge(max),
+                Stopped::Refused(why) => Failure::Failed(why),
+            }
+        })?;
         if !done.status.success() {
             return Err(Failure::Failed(done.stderr.text(trim_stderr)));
         }
@@ -388,7 +398,7 @@ impl Helm {
         for line in warnings.lines().filter(|l| !l.trim().is_empty()) {
             warn!(release, "helm: {line}");
         }
-        Ok(done.stdout)
+        Ok(())
     }
 
     /// Takes output that did not come from a Helm process this run (a cache hit) from the
@@ -455,11 +465,13 @@ impl Probe {
 fn probe_version(path: &Path, timeout: Duration) -> Result<String, Diagnostic> {
     let mut cmd = Command::new(path);
     cmd.args(["version", "--template", "{{.Version}}"]);
+    let mut printed = Vec::new();
     let done = process::run(
         &mut cmd,
         Vec::new(),
         timeout,
         &AtomicU64::new(PROBE_MAX_BYTES),
+        &mut process::keep_all(&mut printed),
     )
     .map_err(|stopped| match stopped {
         Stopped::Io(e) => Diagnostic::new(
@@ -474,7 +486,7 @@ fn probe_version(path: &Path, timeout: Duration) -> Result<String, Diagnostic> {
                 timeout.as_secs()
             ),
         ),
-        Stopped::OutputTooLarge => Diagnostic::new(
+        Stopped::OutputTooLarge | Stopped::Refused(_) => Diagnostic::new(
             Code::HelmVersionUnsupported,
             format!(
                 "{} printed more than {PROBE_MAX_BYTES} bytes for `helm version`; is it Helm?",
@@ -482,7 +494,7 @@ fn probe_version(path: &Path, timeout: Duration) -> Result<String, Diagnostic> {
             ),
         ),
     })?;
-    let version = String::from_utf8_lossy(&done.stdout).trim().to_string();
+    let version = String::from_utf8_lossy(&printed).trim().to_string();
     match parse_version(&version) {
         Some(v) if done.status.success() && v >= MIN_VERSION => Ok(version),
         Some(_) => Err(Diagnostic::new(

@@ -26,6 +26,7 @@ use std::sync::Once;
 use std::time::{Duration, SystemTime};
 
 use crate::helm::cache::Cache;
+use crate::helm::output::Read;
 use crate::helm::{Failure, Helm, Template};
 use crate::project::schema_files;
 use nyl_core::expansion::manifest::Output;
@@ -73,12 +74,17 @@ pub fn render(
             ..t.clone()
         };
         // Stored under the release's own key, or else under the archive's content.
-        let output = if stored {
-            helm.template(&local).map(|raw| cache.classify(raw))?
+        if stored {
+            let mut reading = cache.reading(true);
+            helm.template(&local, &mut reading)?;
+            Ok(reading.finish()?)
         } else {
-            cache.template(&helm, &local)?
-        };
-        Ok(output)
+            let output = cache.template(&helm, &local)?;
+            Ok(Read {
+                output,
+                entry: None,
+            })
+        }
     })
 }
 

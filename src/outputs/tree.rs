@@ -417,7 +417,14 @@ fn app_files<'a>(
         }
         // Chart output is marked so Flux leaves it as Helm rendered it; manifests written in app
         // files keep their `${VAR}`s, which is where Flux's substitution is meant to apply.
-        let text = m.text();
+        // In memory: render-tree's renders keep no output in files (see `Keep`).
+        let Some(text) = m.text() else {
+            return Err(vec![Diagnostic::new(
+                Code::IoError,
+                "internal error: a document of the render was not held in memory",
+            )
+            .at(m.loc())]);
+        };
         let text = if flux_escape && m.from_chart() && text.contains('$') {
             Cow::Owned(substitution_disabled(&text, &*m.node(&rendered.limits)?))
         } else {

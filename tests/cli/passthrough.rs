@@ -67,3 +67,70 @@ fn render_is_byte_identical_to_helm_template() {
         );
     }
 }
+
+/// A release that prints more than a megabyte is kept in a file while Helm prints it and passed
+/// on from there (the cache entry, or a file of its own): the same bytes as a small one's.
+#[test]
+fn a_large_release_is_passed_on_as_helm_printed_it_from_its_file() {
+    let repo = root().join("tests/fixtures/passthrough");
+    let helm = helm_stdout(
+        &[
+            "template",
+            "large",
+            "components/pass/v1/Large",
+            "--namespace",
+            "monitoring",
+        ],
+        &repo,
+    );
+    assert!(helm.len() > 1 << 20, "{} bytes: not large", helm.len());
+    let cache = tempdir("passthrough-large-cache");
+    let env = [("NYL_CACHE_DIR".to_string(), cache.display().to_string())];
+    // The nested invocation Helm prints last becomes what nyl renders for it.
+    let (status, inner, stderr) = nyl(&repo, &args("render apps/inner.yaml"), &env);
+    assert_eq!(status, 0, "{stderr}");
+    let nested = helm
+        .rfind("---\n# Source: large/templates/m-nested.yaml\n")
+        .expect("the nested invocation");
+    // Service accounts without a namespace get the release's, inserted as a line of its own.
+    let placed = |text: &str| {
+        text.replace(
+            "metadata:\n  name: sa-",
+            "metadata:\n  namespace: monitoring\n  name: sa-",
+        )
+        .replace(
+            "metadata:\n  name: sb-",
+            "metadata:\n  namespace: monitoring\n  name: sb-",
+        )
+    };
+    let expected = placed(&helm[..nested]) + &inner;
+    assert!(
+        expected
+            .matches("namespace: monitoring\n  name: sa-")
+            .count()
+            == 700
+    );
+    for run in ["cold", "warm (from the cache)", "without the cache"] {
+        let extra = if run == "without the cache" {
+            "--no-cache "
+        } else {
+            ""
+        };
+        let (status, stdout, stderr) = nyl(
+            &repo,
+            &args(&format!("render {extra}apps/large.yaml")),
+            &env,
+        );
+        assert_eq!(status, 0, "{stderr}");
+        assert!(
+            stdout == expected,
+            "{run}: differs ({} bytes, expected {})",
+            stdout.len(),
+            expected.len()
+        );
+    }
+    // A large entry of the cache is read as one: in memory, for outputs that read every document.
+    let (status, json, stderr) = nyl(&repo, &args("render -o json apps/large.yaml"), &env);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(json.matches("\"name\": \"flow-b-").count(), 700);
+}

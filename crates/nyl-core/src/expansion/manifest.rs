@@ -6,12 +6,13 @@
 //! A release's output is classified once ([`Output::classify`]) and that is what the render cache
 //! stores, so a warm render does no YAML work on it.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::data::diagnostics::Diagnostic;
+use crate::data::diagnostics::{Code, Diagnostic};
 use crate::data::provenance::{Loc, Prov};
 use crate::data::value::{Map, Node, Value};
 use crate::data::yaml::{self, Head, Limits, Mode};
@@ -23,8 +24,43 @@ use crate::project::objects::is_nyl_group;
 pub struct Output {
     /// Helm's stdout as it printed it (not part of the index: see [`Output::index`]); shared
     /// by the manifests cut from it, so passing it on copies nothing.
-    pub raw: Arc<String>,
+    pub raw: Raw,
     pub docs: Vec<Doc>,
+}
+
+/// Helm's stdout: in memory, or kept by the shell outside it.
+#[derive(Clone, Debug)]
+pub enum Raw {
+    Text(Arc<String>),
+    Stored(Stored),
+}
+
+impl Raw {
+    pub fn len(&self) -> usize {
+        match self {
+            Raw::Text(text) => text.len(),
+            Raw::Stored(stored) => stored.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Bytes the shell keeps outside memory (a large release's output, in its cache entry or a file
+/// of its own, written to stdout from there): opaque to the core, which knows only their length
+/// and passes on ranges of them.
+#[derive(Clone)]
+pub struct Stored {
+    pub bytes: Arc<dyn Any + Send + Sync>,
+    pub len: usize,
+}
+
+impl std::fmt::Debug for Stored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stored({} bytes)", self.len)
+    }
 }
 
 /// One document of a release's output.
@@ -39,49 +75,73 @@ pub struct Doc {
     pub text: Option<String>,
     /// What the scan found; `None` when only the full reader can tell.
     pub head: Option<Head>,
+    /// Its bytes, for the full reader, when the raw output is stored and the document needs
+    /// reading ([`needs_reading`]); not part of the index.
+    pub source: Option<String>,
 }
 
 impl Output {
     /// Splits Helm's stdout into documents and scans each, on two threads for an output of a
     /// megabyte or more when the run may use two (the scan is most of a cold render's own work).
     pub fn classify(raw: String, two_threads: bool) -> Output {
-        let pieces = yaml::split(&raw);
         let workers = if two_threads && raw.len() >= parallel::WORTH_A_THREAD {
             2
         } else {
             1
         };
-        let heads = parallel::map(&pieces, workers, |(): &mut (), piece| {
-            yaml::scan(piece.text(&raw))
-        });
-        let docs = pieces
-            .into_iter()
-            .zip(heads)
-            .map(|(piece, head)| Doc {
-                start: piece.start,
-                end: piece.end,
-                line: piece.line,
-                head,
-                text: piece.text,
-            })
-            .collect();
+        let docs = Output::classify_part(&raw, 0, 0, workers, false);
         Output {
-            raw: Arc::new(raw),
+            raw: Raw::Text(Arc::new(raw)),
             docs,
         }
     }
 
+    /// The documents of `text`, a part of a stream that starts `offset` bytes and `lines` lines
+    /// into it, cut where [`yaml::cut`] allows: what [`Output::classify`] finds there in the
+    /// whole stream, scanned on `workers` threads. `sources` keeps the bytes of the documents
+    /// the full reader needs, for a stream that is not kept in memory.
+    pub fn classify_part(
+        text: &str,
+        offset: usize,
+        lines: u32,
+        workers: usize,
+        sources: bool,
+    ) -> Vec<Doc> {
+        let pieces = yaml::split(text);
+        let heads = parallel::map(&pieces, workers, |(): &mut (), piece| {
+            yaml::scan(piece.text(text))
+        });
+        pieces
+            .into_iter()
+            .zip(heads)
+            .map(|(piece, head)| Doc {
+                source: (sources && needs_reading(head.as_ref()))
+                    .then(|| text[piece.start..piece.end].to_string()),
+                start: piece.start + offset,
+                end: piece.end + offset,
+                line: piece.line + lines,
+                head,
+                text: piece.text,
+            })
+            .collect()
+    }
+
     /// The document's output text.
     pub fn text(&self, doc: &Doc) -> Text {
-        match &doc.text {
-            Some(text) => Text::Own(text.clone()),
-            None => Text::Shared(self.raw.clone(), doc.start..doc.end),
+        match (&doc.text, &self.raw) {
+            (Some(text), _) => Text::Own(text.clone()),
+            (None, Raw::Text(raw)) => Text::Shared(raw.clone(), doc.start..doc.end),
+            (None, Raw::Stored(stored)) => Text::Stored(stored.clone(), doc.start..doc.end),
         }
     }
 
-    /// The document's source, for the full reader (its lines match the raw output's).
-    pub fn source(&self, doc: &Doc) -> &str {
-        &self.raw[doc.start..doc.end]
+    /// The document's source, for the full reader (its lines match the raw output's); `None`
+    /// for a stored output's document that needs no reading.
+    pub fn source<'a>(&'a self, doc: &'a Doc) -> Option<&'a str> {
+        match &self.raw {
+            Raw::Text(raw) => Some(&raw[doc.start..doc.end]),
+            Raw::Stored(_) => doc.source.as_deref(),
+        }
     }
 
     /// The index of the documents, as a cache entry stores it beside the raw output
@@ -117,6 +177,7 @@ impl Output {
                 line: u32::try_from(r.num()?).ok()?,
                 text: r.opt(Reader::string)?,
                 head: r.opt(Reader::head)?,
+                source: None,
             });
         }
         r.0.is_empty().then_some(docs)
@@ -129,9 +190,28 @@ impl Output {
             d.start <= d.end && raw.is_char_boundary(d.start) && raw.is_char_boundary(d.end)
         };
         docs.iter().all(fits).then(|| Output {
-            raw: Arc::new(raw),
+            raw: Raw::Text(Arc::new(raw)),
             docs,
         })
+    }
+
+    /// The output of the documents of an index and the stored bytes they are cut from; `None`
+    /// when they do not fit them. The shell gives each document that needs reading its
+    /// `source` ([`Output::needing_sources`]).
+    pub fn stored(docs: Vec<Doc>, stored: Stored) -> Option<Output> {
+        docs.iter()
+            .all(|d| d.start <= d.end && d.end <= stored.len)
+            .then(|| Output {
+                raw: Raw::Stored(stored),
+                docs,
+            })
+    }
+
+    /// The documents of a stored output that need their bytes for the full reader.
+    pub fn needing_sources(&mut self) -> impl Iterator<Item = &mut Doc> {
+        self.docs
+            .iter_mut()
+            .filter(|d| d.source.is_none() && needs_reading(d.head.as_ref()))
     }
 }
 
@@ -139,15 +219,38 @@ impl Output {
 #[derive(Clone, Debug)]
 pub enum Text {
     Shared(Arc<String>, Range<usize>),
+    Stored(Stored, Range<usize>),
     Own(String),
 }
 
 impl Text {
-    pub fn as_str(&self) -> &str {
+    /// The text, when it is in memory.
+    pub fn as_str(&self) -> Option<&str> {
         match self {
-            Text::Shared(raw, range) => &raw[range.clone()],
-            Text::Own(text) => text,
+            Text::Shared(raw, range) => Some(&raw[range.clone()]),
+            Text::Stored(..) => None,
+            Text::Own(text) => Some(text),
         }
+    }
+}
+
+/// A piece of output: text in memory, or a range of stored bytes.
+#[derive(Clone, Debug)]
+pub enum Part<'a> {
+    Text(&'a str),
+    Stored(&'a Stored, Range<usize>),
+}
+
+impl Part<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Part::Text(text) => text.len(),
+            Part::Stored(_, range) => range.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -194,31 +297,45 @@ impl Manifest {
     }
 
     /// As output shows it: starting a document, ending in a newline; a copy only when nyl
-    /// edited it (writers use [`Manifest::parts`]).
-    pub fn text(&self) -> Cow<'_, str> {
-        match &self.edit {
-            None => Cow::Borrowed(self.text.as_str()),
-            Some(_) => Cow::Owned(self.parts().concat()),
-        }
+    /// edited it (writers use [`Manifest::parts`]). `None` for a stored text, which only the
+    /// shell's writer reads.
+    pub fn text(&self) -> Option<Cow<'_, str>> {
+        let text = self.text.as_str()?;
+        Some(match &self.edit {
+            None => Cow::Borrowed(text),
+            Some((removed, inserted)) => {
+                Cow::Owned([&text[..removed.start], inserted, &text[removed.end..]].concat())
+            }
+        })
     }
 
     /// The text as pieces that, one after the other, make it: what a writer writes without
     /// copying the document.
-    pub fn parts(&self) -> [&str; 3] {
-        let text = self.text.as_str();
+    pub fn parts(&self) -> [Part<'_>; 3] {
+        let whole = |range: Range<usize>| match &self.text {
+            Text::Shared(raw, r) => Part::Text(&raw[r.start + range.start..r.start + range.end]),
+            Text::Own(text) => Part::Text(&text[range]),
+            Text::Stored(stored, r) => {
+                Part::Stored(stored, r.start + range.start..r.start + range.end)
+            }
+        };
+        let len = match &self.text {
+            Text::Shared(_, r) | Text::Stored(_, r) => r.len(),
+            Text::Own(text) => text.len(),
+        };
         match &self.edit {
-            None => [text, "", ""],
+            None => [whole(0..len), Part::Text(""), Part::Text("")],
             Some((removed, inserted)) => [
-                &text[..removed.start],
-                inserted.as_str(),
-                &text[removed.end..],
+                whole(0..removed.start),
+                Part::Text(inserted),
+                whole(removed.end..len),
             ],
         }
     }
 
     /// The length of the text in bytes.
     pub fn text_len(&self) -> usize {
-        self.parts().iter().map(|p| p.len()).sum()
+        self.parts().iter().map(Part::len).sum()
     }
 
     /// Where the document starts.
@@ -235,13 +352,15 @@ impl Manifest {
         if let Some(node) = &self.node {
             return Ok(Cow::Borrowed(node));
         }
-        let parsed = yaml::parse_stream_from(
-            &self.text(),
-            self.loc.file,
-            self.loc.line,
-            limits,
-            Mode::Lenient,
-        );
+        let Some(text) = self.text() else {
+            return Err(vec![Diagnostic::new(
+                Code::IoError,
+                "internal error: a stored document was not read before its tree was needed",
+            )
+            .at(self.loc)]);
+        };
+        let parsed =
+            yaml::parse_stream_from(&text, self.loc.file, self.loc.line, limits, Mode::Lenient);
         if parsed.diagnostics.iter().any(Diagnostic::is_error) {
             return Err(parsed.diagnostics);
         }
@@ -281,7 +400,7 @@ impl Manifest {
     /// multi-line scalars and collections agrees with the tree on every field it read.
     fn following_slot(&self) -> Option<yaml::Edit> {
         // Before any edit: `place` edits once.
-        let scanned = yaml::scan_following(self.text.as_str())?;
+        let scanned = yaml::scan_following(self.text.as_str()?)?;
         let agrees = scanned.api_version == self.head.api_version
             && scanned.kind == self.head.kind
             && scanned.name == self.head.name
@@ -618,14 +737,14 @@ mod tests {
             ]
         );
         assert_eq!(
-            docs[0].text(),
+            docs[0].text().unwrap(),
             "---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  namespace: monitoring\n  name: sa\n"
         );
         let mut app = chart_doc("---\nkind: ConfigMap\nmetadata: {name: x}\n");
         app.release_namespace = None;
         place_namespaces(std::slice::from_mut(&mut app), &[]);
         assert_eq!(
-            app.text(),
+            app.text().unwrap(),
             "---\nkind: ConfigMap\nmetadata: {name: x}\n",
             "as written"
         );
@@ -659,6 +778,44 @@ mod tests {
     }
 
     #[test]
+    fn an_output_classified_a_part_at_a_time_is_classified_as_a_whole() {
+        let docs = [
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+            "# Source: c/t.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: b\n",
+            "---\nkind: [unsure\n  ]\n",
+            "...\n# after an end marker\n",
+            "---\nkeep: |+\n  line\n\n\n",
+        ];
+        let raw: String = (0..3000).map(|i| docs[i % docs.len()]).collect();
+        let whole = Output::classify(raw.clone(), false);
+        for part in [100, 4096, 65536] {
+            let (mut start, mut lines, mut parts, mut window) = (0, 0, Vec::new(), part);
+            while start + window < raw.len() {
+                // A window without a cut waits for more, as a reading does.
+                let Some(cut) = yaml::cut(&raw[start..start + window]) else {
+                    window *= 2;
+                    continue;
+                };
+                let text = &raw[start..start + cut];
+                parts.extend(Output::classify_part(text, start, lines, 1, true));
+                lines += text.matches('\n').count() as u32;
+                start += cut;
+                window = part;
+            }
+            // The rest on two threads: the order of the documents is kept.
+            parts.extend(Output::classify_part(&raw[start..], start, lines, 2, true));
+            assert_eq!(parts.len(), whole.docs.len(), "parts of {part}");
+            for (a, b) in parts.iter().zip(&whole.docs) {
+                assert_eq!((a.start, a.end, a.line), (b.start, b.end, b.line));
+                assert_eq!((&a.text, &a.head), (&b.text, &b.head));
+                // The documents to read keep their bytes.
+                let source = needs_reading(a.head.as_ref()).then(|| &raw[a.start..a.end]);
+                assert_eq!(a.source.as_deref(), source);
+            }
+        }
+    }
+
+    #[test]
     fn the_cache_index_round_trips_and_rejects_damage() {
         let crd = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
                    metadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  \
@@ -680,7 +837,7 @@ mod tests {
             |index: &[u8], raw: &str| Output::new(Output::decode_index(index)?, raw.to_string());
         let index = output.index();
         let back = decode(&index, &raw).unwrap();
-        assert_eq!(*back.raw, raw);
+        assert!(matches!(&back.raw, Raw::Text(back) if **back == raw));
         for (a, b) in back.docs.iter().zip(&output.docs) {
             assert_eq!((a.start, a.end, a.line), (b.start, b.end, b.line));
             assert_eq!((&a.text, &a.head), (&b.text, &b.head));

@@ -166,6 +166,78 @@ pub fn split(text: &str) -> Vec<Piece> {
     out
 }
 
+/// Where a stream of which `text` is the start can be cut, whatever follows: an offset `p` such
+/// that the pieces of the whole stream are those of `text[..p]` followed by those of the rest
+/// (their offsets and lines moved by `p` and the lines before it). What lets a release's output
+/// be split while Helm is still printing it, holding one document at a time rather than all.
+///
+/// `p` starts the last `---` line (of the complete lines) such that the piece it ends holds
+/// content, so it is closed there and not joined to what follows (comments before a `---` go
+/// with the next piece when the current one has none), and the piece it starts holds content, so
+/// nothing after it can reach back (comments after a last `...` join the last piece). A text
+/// with a `\r` is not cut: its lines may end in ways a cut would have to know more about.
+pub fn cut(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if memchr::memchr(b'\r', bytes).is_some() {
+        return None;
+    }
+    let complete = memchr::memrchr(b'\n', bytes)? + 1;
+    let mut before = complete;
+    loop {
+        let at = memchr::memmem::rfind(&bytes[..before], b"\n---")? + 1;
+        before = at + 2;
+        let line = &text[at..super::line_end(bytes, at)];
+        if marker(line, "---")
+            && holds_content(text, at, complete, true)
+            && holds_content(text, previous_marker(text, at), at, false)
+        {
+            return Some(at);
+        }
+    }
+}
+
+/// The start of the marker line before `at` (which starts a line), or 0 for the stream's start.
+fn previous_marker(text: &str, at: usize) -> usize {
+    let bytes = text.as_bytes();
+    let last = |pattern: &[u8], from: usize| {
+        let mut before = at;
+        while let Some(found) = memchr::memmem::rfind(&bytes[from..before], pattern) {
+            let start = from + found + 1;
+            let line = &text[start..super::line_end(bytes, start)];
+            if marker(line, "---") || marker(line, "...") {
+                return Some(start);
+            }
+            before = from + found + 3;
+        }
+        None
+    };
+    // The `---` before, then a `...` after it: Helm's output seldom has a `...`, and looking for
+    // one back to the stream's start every time would cost a pass over everything held.
+    let dashes = last(b"\n---", 0);
+    last(b"\n...", dashes.unwrap_or(0)).or(dashes).unwrap_or(0)
+}
+
+/// Whether the piece whose lines run from `start` (a marker line, or the stream's start) to
+/// `end` holds content: a `---` line's own content, or a content line before the next marker.
+/// `from_marker` says `start` is known to be a `---` line; otherwise it is found out, and without
+/// a `---` of its own a `%` line is a directive, not content.
+fn holds_content(text: &str, start: usize, end: usize, from_marker: bool) -> bool {
+    let mut lines = super::lines_inclusive(&text[start..end]).peekable();
+    let first = lines.peek().copied().unwrap_or("");
+    let dashes = from_marker || marker(first, "---");
+    if dashes {
+        if marker_content(first) {
+            return true;
+        }
+        lines.next();
+    } else if marker(first, "...") {
+        lines.next();
+    }
+    lines
+        .take_while(|l| !marker(l, "---") && !marker(l, "..."))
+        .any(|l| is_content(l) && (dashes || !l.starts_with('%')))
+}
+
 /// The next occurrence of a pattern, found once and kept until the search passes it.
 struct Next {
     finder: memchr::memmem::Finder<'static>,
@@ -477,5 +549,75 @@ mod tests {
         let text = "a: 1\n---\nb: [\n";
         let (_, diags) = parse_documents(text, FileId(0), &Limits::default(), Mode::Strict);
         assert!(diags[0].loc.unwrap().line >= 3, "{diags:?}");
+    }
+
+    /// Pieces as offsets, lines and texts, to compare splits of the same stream.
+    fn pieces(text: &str, offset: usize, lines: u32) -> Vec<(usize, usize, u32, String)> {
+        split(text)
+            .iter()
+            .map(|p| {
+                (
+                    p.start + offset,
+                    p.end + offset,
+                    p.line + lines,
+                    p.text(text).to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_cut_never_changes_the_pieces_whatever_follows() {
+        const LINES: &[&str] = &[
+            "---\n",
+            "--- |\n",
+            "--- # c\n",
+            "--- a\n",
+            "---x\n",
+            "...\n",
+            "... # c\n",
+            "# c\n",
+            "\n",
+            "  \n",
+            "a: 1\n",
+            "  b: |\n",
+            "%YAML 1.2\n",
+            "%x\n",
+            " ---\n",
+            "-- \n",
+            "----\n",
+        ];
+        let mut rng = crate::data::yaml::Rng(0x2545_F491_4F6C_DD1D);
+        let mut cuts = 0;
+        for _ in 0..3000 {
+            let text: String = (0..rng.below(14))
+                .map(|_| LINES[rng.below(LINES.len())])
+                .collect();
+            let whole = pieces(&text, 0, 0);
+            for len in 0..=text.len() {
+                let Some(p) = cut(&text[..len]) else {
+                    continue;
+                };
+                cuts += 1;
+                let lines = text[..p].matches('\n').count() as u32;
+                let mut joined = pieces(&text[..p], 0, 0);
+                joined.extend(pieces(&text[p..], p, lines));
+                assert_eq!(joined, whole, "cut at {p} of {:?}", &text[..len]);
+            }
+        }
+        assert!(cuts > 1000, "{cuts} cuts");
+    }
+
+    #[test]
+    fn a_cut_waits_for_content_on_both_sides() {
+        assert_eq!(cut("a: 1\n---\nb: 2\n"), Some(5));
+        // Nothing yet after the last marker; the one before it ends a piece without content.
+        assert_eq!(cut("a: 1\n---\n# c\n"), None);
+        assert_eq!(cut("# c\n---\nb: 2\n"), None);
+        assert_eq!(cut("a: 1\n...\n# c\n---\nb: 2\n"), None);
+        // Not a whole line yet, or a carriage return somewhere.
+        assert_eq!(cut("a: 1\n---"), None);
+        assert_eq!(cut("a: 1\r\n---\nb: 2\n"), None);
+        assert_eq!(cut("a: 1\n---\nb: 2\n---\n"), Some(5));
     }
 }

@@ -229,6 +229,7 @@ mod tests {
 
     use super::*;
     use crate::data::provenance::{FileId, Loc, Prov};
+    use crate::data::yaml::Rng;
     use crate::data::yaml::{parse_stream, Limits};
 
     fn node(v: serde_json::Value) -> Node {
@@ -423,22 +424,6 @@ backup:
         let text = yaml(v.clone());
         assert!(text.starts_with(&format!("? {key}\n:\n  a: 1\n")), "{text}");
         assert_eq!(reread(&text), v);
-    }
-
-    /// xorshift64*: a small deterministic generator, so failures reproduce.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
     }
 
     const PIECES: &[&str] = &[

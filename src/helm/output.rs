@@ -1,0 +1,218 @@
+//! A release's output as Helm prints it: kept in memory while it is small; from
+//! [`STORE_FROM`] bytes on, when the run passes its output on to stdout as it is, split at the
+//! cuts [`yaml::cut`] allows while Helm is still printing, each part classified and written to a
+//! file (the cache entry being written, or a file of its own), so that nyl holds about a
+//! megabyte of it at a time instead of all of it. Both ways give the same documents.
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tracing::debug;
+
+use super::cache::BodyDigest;
+use super::Failure;
+use nyl_core::data::yaml;
+use nyl_core::expansion::manifest::{Doc, Output, Stored};
+
+/// The output size from which a release's output is kept in a file rather than in memory, and
+/// the size of the parts it is then classified in.
+pub const STORE_FROM: usize = 1 << 20;
+
+/// A part this large is scanned on two threads when the run allows.
+const PART_ON_TWO_THREADS: usize = 256 << 10;
+
+/// Where a large output goes.
+#[derive(Clone, Debug)]
+pub enum Keep {
+    /// In memory, whatever its size: the run reads every document (`-o json`, `diff`,
+    /// `render-tree`, `validate`).
+    Memory,
+    /// A file of its own, gone when the output is (`--no-cache`, or a render not stored).
+    Scratch,
+    /// A new cache entry in this directory, its body written as it is read.
+    Entry(PathBuf),
+}
+
+/// An output being read.
+pub struct Reading {
+    keep: Keep,
+    two_threads: bool,
+    /// What is read and not yet classified (all of it, until it is stored).
+    pending: Vec<u8>,
+    /// Where `pending` starts in the output: bytes and lines.
+    offset: usize,
+    lines: u32,
+    docs: Vec<Doc>,
+    file: Option<Spill>,
+}
+
+/// The file a large output is written to, and what it holds so far.
+pub struct Spill {
+    pub file: Arc<File>,
+    /// The cache entry's temporary path; removed on drop unless taken.
+    pub tmp: Option<PathBuf>,
+    /// The digest of what was written, as the entry's body starts.
+    pub digest: BodyDigest,
+    pub len: usize,
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        if let Some(tmp) = &self.tmp {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+impl Spill {
+    pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        (&*self.file).write_all(bytes)?;
+        self.digest.update(bytes);
+        self.len += bytes.len();
+        Ok(())
+    }
+}
+
+/// A finished output, with the file it is stored in when it is a cache entry still to be
+/// completed ([`super::cache::Cache`] appends the index and trailer and moves it into place).
+pub struct Read {
+    pub output: Output,
+    pub entry: Option<Spill>,
+}
+
+impl Reading {
+    pub fn new(keep: Keep, two_threads: bool) -> Reading {
+        Reading {
+            keep,
+            two_threads,
+            pending: Vec::new(),
+            offset: 0,
+            lines: 0,
+            docs: Vec::new(),
+            file: None,
+        }
+    }
+
+    /// Takes the next bytes Helm printed.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() < STORE_FROM || matches!(self.keep, Keep::Memory) {
+            return Ok(());
+        }
+        let mut spill = match self.file.take() {
+            Some(spill) => spill,
+            None => match self.open() {
+                Ok(spill) => spill,
+                Err(e) => {
+                    // The same output, held in memory instead.
+                    debug!("cannot keep a large output in a file ({e}); holding it in memory");
+                    self.keep = Keep::Memory;
+                    return Ok(());
+                }
+            },
+        };
+        let complete = memchr::memrchr(b'\n', &self.pending).map_or(0, |i| i + 1);
+        let cut = yaml::cut(utf8(&self.pending[..complete])?);
+        let stored = cut.map_or(Ok(()), |cut| self.store(&mut spill, cut));
+        self.file = Some(spill);
+        stored
+    }
+
+    /// Classifies the first `len` pending bytes (whole documents) and writes them to `spill`.
+    fn store(&mut self, spill: &mut Spill, len: usize) -> Result<(), String> {
+        let text = utf8(&self.pending[..len])?;
+        // A part is about a megabyte: worth a second thread, as a whole output of that size is.
+        let workers = if self.two_threads && len >= PART_ON_TWO_THREADS {
+            2
+        } else {
+            1
+        };
+        let docs = Output::classify_part(text, self.offset, self.lines, workers, true);
+        self.docs.extend(docs);
+        self.lines += memchr::memchr_iter(b'\n', text.as_bytes()).count() as u32;
+        self.offset += len;
+        spill
+            .write(&self.pending[..len])
+            .map_err(|e| format!("cannot write Helm's output to a file: {e}"))?;
+        self.pending.drain(..len);
+        Ok(())
+    }
+
+    /// The output, once Helm has ended well.
+    pub fn finish(mut self) -> Result<Read, Failure> {
+        let Some(mut spill) = self.file.take() else {
+            let raw = String::from_utf8(std::mem::take(&mut self.pending))
+                .map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
+            return Ok(Read {
+                output: Output::classify(raw, self.two_threads),
+                entry: None,
+            });
+        };
+        let rest = self.pending.len();
+        self.store(&mut spill, rest).map_err(Failure::Failed)?;
+        let stored = Stored {
+            bytes: spill.file.clone(),
+            len: spill.len,
+        };
+        let output = Output::stored(std::mem::take(&mut self.docs), stored).ok_or_else(|| {
+            Failure::Failed("internal error: a document past the end of the output".into())
+        })?;
+        // A file of its own stays open as long as the output does.
+        let entry = spill.tmp.is_some().then_some(spill);
+        Ok(Read { output, entry })
+    }
+
+    fn open(&self) -> io::Result<Spill> {
+        let (file, tmp) = match &self.keep {
+            Keep::Entry(dir) => {
+                let tmp = super::cache::temp_path(dir);
+                let file = File::options()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&tmp)?;
+                (file, Some(tmp))
+            }
+            _ => (scratch_file()?, None),
+        };
+        Ok(Spill {
+            file: Arc::new(file),
+            tmp,
+            digest: BodyDigest::default(),
+            len: 0,
+        })
+    }
+}
+
+const NOT_UTF8: &str = "helm printed output that is not UTF-8";
+
+fn utf8(bytes: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(bytes).map_err(|_| NOT_UTF8.to_string())
+}
+
+/// A file without a name in the temporary directory (`O_TMPFILE`), or, where the file system
+/// cannot make one, a new file removed at once: either way it goes when nyl closes it.
+fn scratch_file() -> io::Result<File> {
+    let dir = std::env::temp_dir();
+    let unnamed = File::options()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o600)
+        .open(&dir);
+    unnamed.or_else(|_| {
+        let path = super::cache::temp_path(&dir);
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        fs::remove_file(&path)?;
+        Ok(file)
+    })
+}
