@@ -340,87 +340,152 @@ fn write_stdout_parts<'a>(parts: impl IntoIterator<Item = Part<'a>>) -> ExitCode
     }
 }
 
-/// Writes the parts as they are: text gathered (`writev`), not copied into a buffer first (the
-/// output can be megabytes, most of it slices of Helm's output); stored bytes from their file
-/// into `fd` by the kernel (`sendfile`), never through nyl's memory, or else a piece at a time.
+/// Writes the parts as they are, in few system calls and without the whole output in memory:
+/// text gathered (`writev`), not copied into a buffer first (the output can be megabytes, most
+/// of it slices of Helm's output); stored bytes that follow each other in their file joined into
+/// one run, a long run sent from the file by the kernel (`sendfile`), short ones read into a
+/// buffer written with the text around them.
 fn write_all_parts<'a>(
     out: &mut impl Write,
     fd: Option<RawFd>,
     parts: impl IntoIterator<Item = Part<'a>>,
 ) -> io::Result<()> {
-    let mut slices: Vec<io::IoSlice> = Vec::new();
+    let mut gather = Gather {
+        fd,
+        segments: Vec::new(),
+        buf: Vec::new(),
+    };
+    let mut run: Option<(&File, std::ops::Range<usize>)> = None;
     for part in parts {
         match part {
             Part::Text("") => {}
-            Part::Text(text) => slices.push(io::IoSlice::new(text.as_bytes())),
+            Part::Text(text) => {
+                if let Some((file, range)) = run.take() {
+                    gather.stored(out, file, range)?;
+                }
+                gather.segments.push(Segment::Text(text));
+            }
             Part::Stored(stored, range) => {
-                write_slices(out, &mut slices)?;
-                slices.clear();
                 let file = stored.bytes.downcast_ref::<File>().ok_or_else(|| {
                     io::Error::other("internal error: stored output not in a file")
                 })?;
-                copy_range(out, fd, file, range)?;
+                run = match run.take() {
+                    Some((f, r)) if std::ptr::eq(f, file) && r.end == range.start => {
+                        Some((f, r.start..range.end))
+                    }
+                    Some((f, r)) => {
+                        gather.stored(out, f, r)?;
+                        Some((file, range))
+                    }
+                    None => Some((file, range)),
+                };
             }
         }
     }
-    write_slices(out, &mut slices)
-}
-
-fn write_slices(out: &mut impl Write, slices: &mut [io::IoSlice]) -> io::Result<()> {
-    let mut rest = slices;
-    while !rest.is_empty() {
-        match out.write_vectored(rest) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => io::IoSlice::advance_slices(&mut rest, n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+    if let Some((file, range)) = run {
+        gather.stored(out, file, range)?;
     }
-    Ok(())
+    gather.flush(out)
 }
 
-/// Copies `range` of `file` to `out` (whose descriptor is `fd`): by `sendfile` where the kernel
-/// can (it reads at an offset of its own and leaves the file's position alone), else with
-/// `pread` and writes.
-fn copy_range(
-    out: &mut impl Write,
+/// A run of stored bytes this long goes by `sendfile`; shorter ones are read into the buffer.
+const SEND_FROM: usize = 64 << 10;
+/// The buffer for short runs of stored bytes.
+const GATHER_BYTES: usize = 256 << 10;
+
+/// What is gathered for the next `writev`.
+struct Gather<'a> {
     fd: Option<RawFd>,
-    file: &File,
-    range: std::ops::Range<usize>,
-) -> io::Result<()> {
+    segments: Vec<Segment<'a>>,
+    buf: Vec<u8>,
+}
+
+enum Segment<'a> {
+    Text(&'a str),
+    /// A range of the buffer.
+    Buf(std::ops::Range<usize>),
+}
+
+impl Gather<'_> {
+    /// A run of stored bytes, sent or gathered.
+    fn stored(
+        &mut self,
+        out: &mut impl Write,
+        file: &File,
+        mut range: std::ops::Range<usize>,
+    ) -> io::Result<()> {
+        if range.len() >= SEND_FROM {
+            if let Some(fd) = self.fd {
+                self.flush(out)?;
+                // What `out` holds goes first.
+                out.flush()?;
+                range.start = send(fd, file, range.clone())?;
+            }
+        }
+        while !range.is_empty() {
+            let room = GATHER_BYTES.saturating_sub(self.buf.len());
+            if room == 0 {
+                self.flush(out)?;
+                continue;
+            }
+            let n = room.min(range.len());
+            let at = self.buf.len();
+            self.buf.resize(at + n, 0);
+            file.read_exact_at(&mut self.buf[at..], range.start as u64)?;
+            self.segments.push(Segment::Buf(at..at + n));
+            range.start += n;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &mut impl Write) -> io::Result<()> {
+        let mut slices: Vec<io::IoSlice> = self
+            .segments
+            .iter()
+            .map(|s| match s {
+                Segment::Text(text) => io::IoSlice::new(text.as_bytes()),
+                Segment::Buf(range) => io::IoSlice::new(&self.buf[range.clone()]),
+            })
+            .collect();
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            match out.write_vectored(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => io::IoSlice::advance_slices(&mut rest, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.segments.clear();
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// Sends `range` of `file` to `fd` by `sendfile` (which reads at an offset of its own and leaves
+/// the file's position alone); where the first call says the kernel cannot, nothing is sent.
+/// Returns where the bytes not sent start.
+fn send(fd: RawFd, file: &File, range: std::ops::Range<usize>) -> io::Result<usize> {
     let mut at = range.start;
-    if let Some(fd) = fd {
-        // What `out` holds goes first.
-        out.flush()?;
-        while at < range.end {
-            let mut offset = libc::off_t::try_from(at).map_err(io::Error::other)?;
-            // SAFETY: sendfile copies between two open descriptors inside the kernel, at the
-            // offset given; the only memory it writes is `offset`, a local.
-            let n =
-                unsafe { libc::sendfile(fd, file.as_raw_fd(), &raw mut offset, range.end - at) };
-            match usize::try_from(n) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => at += n,
-                Err(_) => {
-                    let e = io::Error::last_os_error();
-                    match e.raw_os_error() {
-                        Some(libc::EINTR) => {}
-                        // Not for this kind of output, as the first call tells.
-                        Some(libc::EINVAL | libc::ENOSYS) if at == range.start => break,
-                        _ => return Err(e),
-                    }
+    while at < range.end {
+        let mut offset = libc::off_t::try_from(at).map_err(io::Error::other)?;
+        // SAFETY: sendfile copies between two open descriptors inside the kernel, at the offset
+        // given; the only memory it writes is `offset`, a local.
+        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &raw mut offset, range.end - at) };
+        match usize::try_from(n) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => at += n,
+            Err(_) => {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    Some(libc::EINVAL | libc::ENOSYS) if at == range.start => break,
+                    _ => return Err(e),
                 }
             }
         }
     }
-    let mut buf = vec![0; (range.end - at).min(256 << 10)];
-    while at < range.end {
-        let n = (range.end - at).min(buf.len());
-        file.read_exact_at(&mut buf[..n], at as u64)?;
-        out.write_all(&buf[..n])?;
-        at += n;
-    }
-    Ok(())
+    Ok(at)
 }
 
 #[cfg(test)]
@@ -481,6 +546,33 @@ mod tests {
         let fd = file.as_raw_fd();
         write_all_parts(&mut file, Some(fd), parts()).unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), expected);
+        // Documents one after another in their file, some with a line inserted between: runs
+        // joined where nothing is between, each byte in its place.
+        let pieces: Vec<std::ops::Range<usize>> = (0..stored_text.len())
+            .step_by(1000)
+            .map(|s| 4 + s..4 + (s + 1000).min(stored_text.len()))
+            .collect();
+        let many = || {
+            pieces.iter().enumerate().flat_map(|(i, r)| {
+                let between = if i % 7 == 0 { "  namespace: x\n" } else { "" };
+                [Part::Stored(&stored, r.clone()), Part::Text(between)]
+            })
+        };
+        let expected: String = pieces
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let between = if i % 7 == 0 { "  namespace: x\n" } else { "" };
+                format!("{}{between}", &stored_text[r.start - 4..r.end - 4])
+            })
+            .collect();
+        let mut file = File::create(&target).unwrap();
+        let fd = file.as_raw_fd();
+        write_all_parts(&mut file, Some(fd), many()).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), expected);
+        let mut out = Trickle(Vec::new());
+        write_all_parts(&mut out, None, many()).unwrap();
+        assert_eq!(out.0, expected.as_bytes());
         std::fs::remove_file(&target).unwrap();
     }
 }

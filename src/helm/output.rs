@@ -47,6 +47,8 @@ pub struct Reading {
     lines: u32,
     docs: Vec<Doc>,
     file: Option<Spill>,
+    /// How much is held before the next cut is tried.
+    next_cut: usize,
 }
 
 /// The file a large output is written to, and what it holds so far.
@@ -93,13 +95,14 @@ impl Reading {
             lines: 0,
             docs: Vec::new(),
             file: None,
+            next_cut: STORE_FROM,
         }
     }
 
     /// Takes the next bytes Helm printed.
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.pending.extend_from_slice(bytes);
-        if self.pending.len() < STORE_FROM || matches!(self.keep, Keep::Memory) {
+        if self.pending.len() < self.next_cut || matches!(self.keep, Keep::Memory) {
             return Ok(());
         }
         let mut spill = match self.file.take() {
@@ -116,6 +119,13 @@ impl Reading {
         };
         let complete = memchr::memrchr(b'\n', &self.pending).map_or(0, |i| i + 1);
         let cut = yaml::cut(utf8(&self.pending[..complete])?);
+        // Without a cut (one document of megabytes, or no document markers at all), the next
+        // try waits until twice as much is held: looking again at every read would cost the
+        // square of the output.
+        self.next_cut = match cut {
+            Some(_) => STORE_FROM,
+            None => self.pending.len() * 2,
+        };
         let stored = cut.map_or(Ok(()), |cut| self.store(&mut spill, cut));
         self.file = Some(spill);
         stored
@@ -215,4 +225,68 @@ fn scratch_file() -> io::Result<File> {
         fs::remove_file(&path)?;
         Ok(file)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nyl_core::expansion::manifest::Raw;
+    use std::os::unix::fs::FileExt;
+
+    /// Reads `raw` as Helm would print it, `piece` bytes at a time, into a file of its own.
+    fn read(raw: &str, piece: usize) -> Output {
+        let mut reading = Reading::new(Keep::Scratch, true);
+        for chunk in raw.as_bytes().chunks(piece) {
+            reading.push(chunk).unwrap();
+        }
+        let read = reading.finish().ok().unwrap();
+        assert!(read.entry.is_none(), "a file of its own is no entry");
+        read.output
+    }
+
+    #[test]
+    fn a_large_output_read_a_piece_at_a_time_is_the_output_read_whole() {
+        let many =
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: |+\n    v\n\n"
+                .repeat(STORE_FROM / 40);
+        // One document of megabytes: no cut until its end.
+        let giant = format!(
+            "---\nkind: Big\ndata:\n{}",
+            "  k: v\n".repeat(3 * STORE_FROM / 7)
+        );
+        for raw in [many, giant, "kind: Small\n".to_string()] {
+            let whole = Output::classify(raw.clone(), false);
+            for piece in [4096, 300_000] {
+                let output = read(&raw, piece);
+                let held = match &output.raw {
+                    Raw::Stored(stored) => {
+                        let file = stored.bytes.downcast_ref::<File>().unwrap();
+                        let mut held = vec![0; stored.len];
+                        file.read_exact_at(&mut held, 0).unwrap();
+                        String::from_utf8(held).unwrap()
+                    }
+                    Raw::Text(text) => {
+                        assert!(raw.len() < STORE_FROM, "a large output held in memory");
+                        text.to_string()
+                    }
+                };
+                assert_eq!(held, raw);
+                assert_eq!(output.docs.len(), whole.docs.len());
+                for (a, b) in output.docs.iter().zip(&whole.docs) {
+                    assert_eq!((a.start, a.end, a.line), (b.start, b.end, b.line));
+                    assert_eq!((&a.text, &a.head), (&b.text, &b.head));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn output_that_is_not_utf8_is_refused() {
+        let mut raw = "---\nkind: A\n".repeat(STORE_FROM / 10).into_bytes();
+        raw.extend_from_slice(b"---\nkind: \xff\n");
+        raw.extend_from_slice("---\nkind: B\n".repeat(STORE_FROM / 10).as_bytes());
+        let mut reading = Reading::new(Keep::Scratch, false);
+        let refused = raw.chunks(65536).find_map(|c| reading.push(c).err());
+        assert_eq!(refused.as_deref(), Some(NOT_UTF8));
+    }
 }

@@ -182,60 +182,48 @@ pub fn cut(text: &str) -> Option<usize> {
         return None;
     }
     let complete = memchr::memrchr(b'\n', bytes)? + 1;
-    let mut before = complete;
-    loop {
-        let at = memchr::memmem::rfind(&bytes[..before], b"\n---")? + 1;
-        before = at + 2;
-        let line = &text[at..super::line_end(bytes, at)];
-        if marker(line, "---")
-            && holds_content(text, at, complete, true)
-            && holds_content(text, previous_marker(text, at), at, false)
-        {
-            return Some(at);
-        }
-    }
+    // The complete lines' starts, from the last one back (each after a `\n`): backwards by
+    // `memrchr`, as a reverse substring search is slow over the megabyte held.
+    let starts = memchr::memrchr_iter(b'\n', &bytes[..complete - 1]).map(|i| i + 1);
+    starts
+        .filter(|&at| marker(&text[at..super::line_end(bytes, at)], "---"))
+        .find(|&at| starts_content(text, at, complete) && ends_content(text, at))
 }
 
-/// The start of the marker line before `at` (which starts a line), or 0 for the stream's start.
-fn previous_marker(text: &str, at: usize) -> usize {
+/// Whether the piece that the `---` line at `at` starts holds content in `text[at..end]`: on
+/// the marker line itself, or on a line before the next marker.
+fn starts_content(text: &str, at: usize, end: usize) -> bool {
+    let mut lines = super::lines_inclusive(&text[at..end]);
+    lines.next().is_some_and(marker_content)
+        || lines
+            .take_while(|l| !marker(l, "---") && !marker(l, "..."))
+            .any(is_content)
+}
+
+/// Whether the piece that the line at `at` ends holds content: the lines before it, back to the
+/// marker (or the stream's start) the piece began at. A `%` line holds content only after a
+/// `---` (before it, it is a directive), so one counts only once that marker is found.
+fn ends_content(text: &str, at: usize) -> bool {
     let bytes = text.as_bytes();
-    let last = |pattern: &[u8], from: usize| {
-        let mut before = at;
-        while let Some(found) = memchr::memmem::rfind(&bytes[from..before], pattern) {
-            let start = from + found + 1;
-            let line = &text[start..super::line_end(bytes, start)];
-            if marker(line, "---") || marker(line, "...") {
-                return Some(start);
-            }
-            before = from + found + 3;
+    let mut percent = false;
+    let mut end = at;
+    while end > 0 {
+        let start = memchr::memrchr(b'\n', &bytes[..end - 1]).map_or(0, |i| i + 1);
+        let line = &text[start..end];
+        if marker(line, "---") {
+            return percent || marker_content(line);
         }
-        None
-    };
-    // The `---` before, then a `...` after it: Helm's output seldom has a `...`, and looking for
-    // one back to the stream's start every time would cost a pass over everything held.
-    let dashes = last(b"\n---", 0);
-    last(b"\n...", dashes.unwrap_or(0)).or(dashes).unwrap_or(0)
-}
-
-/// Whether the piece whose lines run from `start` (a marker line, or the stream's start) to
-/// `end` holds content: a `---` line's own content, or a content line before the next marker.
-/// `from_marker` says `start` is known to be a `---` line; otherwise it is found out, and without
-/// a `---` of its own a `%` line is a directive, not content.
-fn holds_content(text: &str, start: usize, end: usize, from_marker: bool) -> bool {
-    let mut lines = super::lines_inclusive(&text[start..end]).peekable();
-    let first = lines.peek().copied().unwrap_or("");
-    let dashes = from_marker || marker(first, "---");
-    if dashes {
-        if marker_content(first) {
+        if marker(line, "...") {
+            return false;
+        }
+        if line.starts_with('%') {
+            percent = true;
+        } else if is_content(line) {
             return true;
         }
-        lines.next();
-    } else if marker(first, "...") {
-        lines.next();
+        end = start;
     }
-    lines
-        .take_while(|l| !marker(l, "---") && !marker(l, "..."))
-        .any(|l| is_content(l) && (dashes || !l.starts_with('%')))
+    false
 }
 
 /// The next occurrence of a pattern, found once and kept until the search passes it.
