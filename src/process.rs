@@ -156,21 +156,25 @@ fn read_budgeted(mut out: ChildStdout, budget: &AtomicU64, sink: Sink<'_>) -> Re
     unsafe {
         libc::fcntl(out.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE);
     }
-    // One buffer, reused: what is held is what the sink keeps, not the whole output.
-    let mut chunk = vec![0; STDOUT_CHUNK];
+    // One buffer, reused: what is held is what the sink keeps, not the whole output. It grows
+    // to what is read (a small release's output is a few kilobytes), never zeroed first.
+    let mut chunk = Vec::new();
     loop {
-        let n = match out.read(&mut chunk) {
-            Ok(0) => return Ok(()),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Stopped::Io(e)),
-        };
+        chunk.clear();
+        // Retries interrupted reads itself; returns at the chunk's size or the end.
+        let n = (&mut out)
+            .take(STDOUT_CHUNK as u64)
+            .read_to_end(&mut chunk)
+            .map_err(Stopped::Io)?;
+        if n == 0 {
+            return Ok(());
+        }
         budget
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
                 left.checked_sub(n as u64)
             })
             .map_err(|_| Stopped::OutputTooLarge)?;
-        sink(&chunk[..n]).map_err(Stopped::Refused)?;
+        sink(&chunk).map_err(Stopped::Refused)?;
     }
 }
 
