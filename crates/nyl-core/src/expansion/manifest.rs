@@ -462,7 +462,8 @@ pub fn needs_reading(head: Option<&Head>) -> bool {
     head.is_none_or(|h| h.api_version.as_deref().is_some_and(is_nyl_group))
 }
 
-/// Kubernetes' built-in cluster-scoped kinds, by API group (`""` is the core group).
+/// Kubernetes' built-in cluster-scoped kinds, by API group (`""` is the core group), sorted
+/// (a test holds it so) for [`Scopes::namespaced`]'s binary search.
 const CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("", "ComponentStatus"),
     ("", "Namespace"),
@@ -521,6 +522,8 @@ const CLUSTER_SCOPED: &[(&str, &str)] = &[
 /// their `spec.scope`, and `render.cluster_scoped_kinds` of nyl.toml (`Kind` in any group, or
 /// `group/Kind`). Kinds nothing tells are namespaced, as kustomize's namespace transformer has it.
 pub struct Scopes {
+    /// The configured `group/Kind`s and the render's cluster-scoped CRDs (the built-in kinds are
+    /// looked up in their table).
     cluster: HashSet<(String, String)>,
     namespaced: HashSet<(String, String)>,
     any_group: HashSet<String>,
@@ -529,10 +532,7 @@ pub struct Scopes {
 impl Scopes {
     pub fn new<'a>(configured: &[String], manifests: impl Iterator<Item = &'a Manifest>) -> Scopes {
         let mut scopes = Scopes {
-            cluster: CLUSTER_SCOPED
-                .iter()
-                .map(|(g, k)| (g.to_string(), k.to_string()))
-                .collect(),
+            cluster: HashSet::new(),
             namespaced: HashSet::new(),
             any_group: HashSet::new(),
         };
@@ -556,16 +556,22 @@ impl Scopes {
     /// Whether an object of this head is namespaced; one without a kind is not an object to
     /// place.
     pub fn namespaced(&self, head: &Head) -> bool {
-        let Some(kind) = head.kind.clone() else {
+        let Some(kind) = head.kind.as_deref() else {
             return false;
         };
         let api = head.api_version.as_deref().unwrap_or("");
-        let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
-        let key = (group, kind);
-        if self.namespaced.contains(&key) {
+        let key = (api.rsplit_once('/').map_or("", |(g, _)| g), kind);
+        // Sets of owned keys, asked only when they hold anything (most renders have no CRDs and
+        // configure nothing): the key is copied only then.
+        let owned = || (key.0.to_string(), key.1.to_string());
+        if !self.namespaced.is_empty() && self.namespaced.contains(&owned()) {
             return true;
         }
-        !(self.cluster.contains(&key) || self.any_group.contains(&key.1))
+        // The built-in table is sorted: found without a set built for every render.
+        let built_in = CLUSTER_SCOPED.binary_search(&key).is_ok();
+        !(built_in
+            || (!self.cluster.is_empty() && self.cluster.contains(&owned()))
+            || self.any_group.contains(kind))
     }
 }
 
@@ -813,6 +819,11 @@ mod tests {
                 assert_eq!(a.source.as_deref(), source);
             }
         }
+    }
+
+    #[test]
+    fn the_built_in_cluster_scoped_kinds_are_sorted() {
+        assert!(CLUSTER_SCOPED.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
