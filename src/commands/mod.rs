@@ -343,8 +343,8 @@ fn write_stdout_parts<'a>(parts: impl IntoIterator<Item = Part<'a>>) -> ExitCode
 /// Writes the parts as they are, in few system calls and without the whole output in memory:
 /// text gathered (`writev`), not copied into a buffer first (the output can be megabytes, most
 /// of it slices of Helm's output); stored bytes that follow each other in their file joined into
-/// one run, a long run sent from the file by the kernel (`sendfile`), short ones read into a
-/// buffer written with the text around them.
+/// one run, a long run sent from the file by the kernel (`sendfile`), short ones (between the
+/// lines nyl inserts) read a block at a time and written with the text around them.
 fn write_all_parts<'a>(
     out: &mut impl Write,
     fd: Option<RawFd>,
@@ -354,6 +354,7 @@ fn write_all_parts<'a>(
         fd,
         segments: Vec::new(),
         buf: Vec::new(),
+        window: None,
     };
     let mut run: Option<(&File, std::ops::Range<usize>)> = None;
     for part in parts {
@@ -397,7 +398,10 @@ const GATHER_BYTES: usize = 256 << 10;
 struct Gather<'a> {
     fd: Option<RawFd>,
     segments: Vec<Segment<'a>>,
+    /// A window of a stored file (which, and where it starts), read a block at a time: the
+    /// short runs between lines nyl inserts are served from it in order, not read one by one.
     buf: Vec<u8>,
+    window: Option<(&'a File, usize)>,
 }
 
 enum Segment<'a> {
@@ -406,12 +410,12 @@ enum Segment<'a> {
     Buf(std::ops::Range<usize>),
 }
 
-impl Gather<'_> {
+impl<'a> Gather<'a> {
     /// A run of stored bytes, sent or gathered.
     fn stored(
         &mut self,
         out: &mut impl Write,
-        file: &File,
+        file: &'a File,
         mut range: std::ops::Range<usize>,
     ) -> io::Result<()> {
         if range.len() >= SEND_FROM {
@@ -423,17 +427,28 @@ impl Gather<'_> {
             }
         }
         while !range.is_empty() {
-            let room = GATHER_BYTES.saturating_sub(self.buf.len());
-            if room == 0 {
-                self.flush(out)?;
-                continue;
+            match self.window {
+                Some((f, at))
+                    if std::ptr::eq(f, file)
+                        && at <= range.start
+                        && range.start < at + self.buf.len() =>
+                {
+                    let end = range.end.min(at + self.buf.len());
+                    self.segments.push(Segment::Buf(range.start - at..end - at));
+                    range.start = end;
+                }
+                _ => {
+                    // The segments point into the window: out before it moves.
+                    self.flush(out)?;
+                    self.buf.resize(GATHER_BYTES, 0);
+                    let n = read_at_most(file, &mut self.buf, range.start)?;
+                    if n == 0 {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                    self.buf.truncate(n);
+                    self.window = Some((file, range.start));
+                }
             }
-            let n = room.min(range.len());
-            let at = self.buf.len();
-            self.buf.resize(at + n, 0);
-            file.read_exact_at(&mut self.buf[at..], range.start as u64)?;
-            self.segments.push(Segment::Buf(at..at + n));
-            range.start += n;
         }
         Ok(())
     }
@@ -458,8 +473,23 @@ impl Gather<'_> {
         }
         self.segments.clear();
         self.buf.clear();
+        self.window = None;
         Ok(())
     }
+}
+
+/// Reads from `at` into `buf` until it is full or the file ends; the bytes read.
+fn read_at_most(file: &File, buf: &mut [u8], at: usize) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], (at + n) as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }
 
 /// Sends `range` of `file` to `fd` by `sendfile` (which reads at an offset of its own and leaves

@@ -11,6 +11,7 @@
 
 mod build_info;
 pub mod cache;
+mod digest;
 pub mod output;
 pub mod remote;
 pub mod values_schema;

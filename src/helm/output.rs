@@ -7,12 +7,13 @@
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use tracing::debug;
 
-use super::cache::BodyDigest;
+use super::digest::BodyDigest;
 use super::Failure;
 use nyl_core::data::yaml;
 use nyl_core::expansion::manifest::{Doc, Output, Stored};
@@ -178,7 +179,7 @@ impl Reading {
     fn open(&self) -> io::Result<Spill> {
         let (file, tmp) = match &self.keep {
             Keep::Entry(dir) => {
-                let tmp = super::cache::temp_path(dir);
+                let tmp = temp_path(dir);
                 let file = File::options()
                     .read(true)
                     .write(true)
@@ -198,6 +199,18 @@ impl Reading {
     }
 }
 
+/// A new temporary file's path in `dir`, unique to this process and thread.
+pub fn temp_path(dir: &Path) -> PathBuf {
+    dir.join(format!(
+        ".tmp-{}-{:?}-{}",
+        std::process::id(),
+        std::thread::current().id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ))
+}
+
 const NOT_UTF8: &str = "helm printed output that is not UTF-8";
 
 fn utf8(bytes: &[u8]) -> Result<&str, String> {
@@ -215,7 +228,7 @@ fn scratch_file() -> io::Result<File> {
         .mode(0o600)
         .open(&dir);
     unnamed.or_else(|_| {
-        let path = super::cache::temp_path(&dir);
+        let path = temp_path(&dir);
         let file = File::options()
             .read(true)
             .write(true)
