@@ -71,6 +71,8 @@ pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 const SWEEP_BASE: usize = 2048;
 const SWEEP_PER_WRITE: usize = 4;
 const SHARDS: usize = 256;
+/// The most of a chart file read at once to hash it.
+const HASH_CHUNK: u64 = 256 << 10;
 /// Temporary files older than this were left by a killed process.
 const STALE: Duration = Duration::from_secs(3600);
 
@@ -405,12 +407,18 @@ impl Cache {
         // Each file's digest, on two threads for a chart of megabytes (CRDs), joined in name order.
         let large = bytes >= parallel::WORTH_A_THREAD as u64 && self.two_threads();
         let workers = if large { 2 } else { 1 };
-        let digests = parallel::map(&files, workers, |content: &mut Vec<u8>, (_, path)| {
-            content.clear();
-            fs::File::open(path)
-                .and_then(|mut f| f.read_to_end(content))
-                .ok()?;
-            Some(blake3::hash(content))
+        let digests = parallel::map(&files, workers, |chunk: &mut Vec<u8>, (_, path)| {
+            // A piece at a time: a chart's CRD files are megabytes, and nyl's memory is not.
+            let mut file = fs::File::open(path).ok()?;
+            let mut h = blake3::Hasher::new();
+            loop {
+                chunk.clear();
+                let n = (&mut file).take(HASH_CHUNK).read_to_end(chunk).ok()?;
+                if n == 0 {
+                    return Some(h.finalize());
+                }
+                h.update(chunk);
+            }
         })
         .into_iter()
         .collect::<Option<Vec<_>>>()?;

@@ -821,6 +821,90 @@ mod tests {
         }
     }
 
+    /// Wherever the scan is sure, it finds what the full reader finds: random documents of the
+    /// lines that make it unsure or not (multi-line quoted scalars and flows at every depth,
+    /// block scalars, duplicates, comments).
+    #[test]
+    fn the_scan_agrees_with_the_full_reader_wherever_it_is_sure() {
+        // A document of the fields the scan reads, with pieces put in at random places.
+        const BASE: &[&str] = &[
+            "apiVersion: apiextensions.k8s.io/v1\n",
+            "kind: CustomResourceDefinition\n",
+            "metadata:\n",
+            "  name: w.g.io\n",
+            "spec:\n",
+            "  group: g.io\n",
+            "  names:\n",
+            "    kind: W\n",
+            "  versions:\n",
+            "    - name: v1\n",
+            "      schema:\n",
+            "        openAPIV3Schema:\n",
+            "          type: object\n",
+            "  scope: Cluster\n",
+        ];
+        const PIECES: &[&str] = &[
+            "          d: 'x\n            y'\n",
+            "          e: \"p\n\n            q\"\n",
+            "          f: [\n            1]\n",
+            "          - 'o\n            p' z\n",
+            "          g: 'open\n",
+            "'\n",
+            "    h: 'm\n      n'\n",
+            "  i: 'm\n  n'\n",
+            "          j: |\n            'k\n",
+            "  k: \"\n    scope: Namespaced\"\n",
+            "  l: 'x\nkind: Secret'\n",
+            "  m: {a: 1,\n     b: 2}\n",
+            "  n: [\n  ]\n",
+            "  namespace: ns\n",
+            "# c\n",
+            "\n",
+            "          o: 'a''\n            b'\n",
+            "          p: \"a\\\"\n            b\"\n",
+            "            x\n",
+            "  q: x\n    'y\n",
+            // A plain scalar going on with a quote, then a key whose value ends with one.
+            "  r: x\n    'y\n  scope: Namespaced'\n",
+            "          s: x\n            'y\n  t: 'u\n",
+        ];
+        let mut rng = crate::data::yaml::Rng(0x9E37_79B9_7F4A_7C15);
+        let (mut sure, mut compared) = (0, 0);
+        for _ in 0..20_000 {
+            let mut lines: Vec<&str> = BASE.to_vec();
+            for _ in 0..=rng.below(4) {
+                let at = rng.below(lines.len() + 1);
+                lines.insert(at, PIECES[rng.below(PIECES.len())]);
+            }
+            let doc = lines.concat();
+            let Some(scanned) = yaml::scan(&doc) else {
+                continue;
+            };
+            sure += 1;
+            let parsed =
+                yaml::parse_stream_from(&doc, FileId(0), 1, &Limits::default(), Mode::Lenient);
+            if parsed.diagnostics.iter().any(Diagnostic::is_error) || parsed.docs.len() != 1 {
+                continue;
+            }
+            compared += 1;
+            let read = head_of(&parsed.docs[0]);
+            let fields = |h: &Head| {
+                (
+                    h.api_version.clone(),
+                    h.kind.clone(),
+                    h.name.clone(),
+                    h.namespace.clone(),
+                    h.crd.clone(),
+                )
+            };
+            assert_eq!(fields(&scanned), fields(&read), "{doc}");
+        }
+        assert!(
+            sure > 2000 && compared > 1000,
+            "{sure} sure, {compared} compared"
+        );
+    }
+
     #[test]
     fn the_built_in_cluster_scoped_kinds_are_sorted() {
         assert!(CLUSTER_SCOPED.windows(2).all(|w| w[0] < w[1]));

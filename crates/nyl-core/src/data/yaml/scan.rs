@@ -4,9 +4,12 @@
 //!
 //! It reads block mappings line by line and one-line flow mappings, and is sure only of what it
 //! understands: plain keys, one-line scalars that read back as the same string, no anchors, tags,
-//! aliases or duplicates among those fields, and no quoted scalar or flow collection that goes on
-//! past its line (go-yaml does not hold those to the indentation, so a later line could look like
-//! a key). Anything else is `None`, and the caller reads the document with the full reader.
+//! aliases or duplicates among those fields. A quoted scalar or flow collection that goes on past
+//! its line (a CRD's long `description: '...'`, an alert's annotation) is passed over whole when
+//! it closes at the end of a line and every line it spans is indented deeper than the line it
+//! opens on; go-yaml does not hold those lines to the indentation, so one that is not deeper could
+//! look like a key, and then the scan is unsure. Anything else is `None`, and the caller reads the
+//! document with the full reader.
 
 use serde::{Deserialize, Serialize};
 
@@ -227,7 +230,11 @@ fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
                 let from = start + indent + at;
                 spanned = from + closes(&doc[from..])?;
             }
-            LineKind::Open(_) => return None,
+            LineKind::Open(at) => {
+                // Its lines are passed over; the line itself is kept (a field the scan reads
+                // with a value that goes on is one it cannot read, and says so).
+                offset = spanned_end(doc, start + indent + at, indent)?;
+            }
         }
         if indent > MAX_INDENT {
             // As above, one line at a time: a quoted scalar or flow collection is followed.
@@ -333,13 +340,40 @@ fn skip_deep(doc: &str, mut at: usize, special: &mut [Next; 3]) -> Option<usize>
         if marked {
             match line_kind(&text[indent..]) {
                 LineKind::BlockScalar => block = Some(indent),
-                LineKind::Open(_) => return None,
+                LineKind::Open(open) => {
+                    at = spanned_end(doc, at + indent + open, indent)?;
+                    continue;
+                }
                 LineKind::Other => {}
             }
         }
         at = end;
     }
     Some(at)
+}
+
+/// Where the line ends on which the quoted scalar or flow collection that opens at `from` (on a
+/// line indented by `indent`) closes; `None` unless it closes with nothing but blanks or a
+/// comment after it on that line, and every line it goes on to is blank or indented deeper than
+/// `indent` by spaces. Such a value is what its opening line says it is (a plain scalar that goes
+/// on with a quote at the start of a line would not close so), and none of its lines can be a key
+/// of the mappings the scan reads: they are passed over as a whole, as go-yaml reads them.
+fn spanned_end(doc: &str, from: usize, indent: usize) -> Option<usize> {
+    let bytes = doc.as_bytes();
+    let close = from + closes(&doc[from..])?;
+    let end = super::line_end(bytes, close);
+    let after = doc[close..end].trim_end_matches(['\n', '\r']);
+    let after = after.trim_start_matches([' ', '\t']);
+    if !(after.is_empty() || after.starts_with('#')) {
+        return None;
+    }
+    let next = super::line_end(bytes, from);
+    let deeper = super::lines_inclusive(&doc[next..end]).all(|line| {
+        let text = line.trim_end_matches(['\n', '\r']);
+        let spaces = text.len() - text.trim_start_matches(' ').len();
+        text.trim().is_empty() || (spaces > indent && !text[spaces..].starts_with('\t'))
+    });
+    deeper.then_some(end)
 }
 
 /// The bytes that can open a block scalar, a quoted scalar or a flow collection.
@@ -825,19 +859,30 @@ mod tests {
             "          a: \"x\"\n          b: {c: [d]}\n          e: |\n            \"open\n            [\n",
             // Blank lines of spaces, a shallow comment and a tab inside block content.
             "          a: b\n               \n  # note\n\n          c: >-\n           \td\n",
+            // Quoted scalars and flows over lines indented deeper than their own, closing at the
+            // end of a line (a CRD's descriptions): passed over whole.
+            "          a: [\n            b]\n",
+            "          - 'open\n            on'  # c\n",
+            "          description: 'Container name: required,\n\n            more: x.'\n",
+            "          rule: '[has(self.a), has(self.b)].filter(x,\n            x)'\n",
         ];
         for body in sure {
             let h = head(&crd(body));
             assert!(h.crd.is_some_and(|c| c.cluster_scoped), "{body}");
         }
         let unsure = [
-            // A quoted scalar or flow opened deep goes on past its line: a later line could be a
-            // key whatever its indentation.
+            // A quoted scalar or flow opened deep goes on to a line that is not deeper: go-yaml
+            // reads it as part of the value, the scan cannot tell.
             "          a: \"open\n  scope: Namespaced\"\n",
-            "          a: [\n            b]\n",
-            "          - 'open\n            on'\n",
+            "          a: 'open\n          b: c'\n",
+            "          a: [\n          b]\n",
+            // ... or closes with more on its line (a plain scalar going on with a quote).
+            "          a: x\n            'y\n            z' w\n",
+            // ... or never closes.
+            "          a: 'open\n            on\n",
             // A tab after the indentation.
             "          a: b\n          \tc: d\n",
+            "          a: 'x\n          \ty'\n",
         ];
         for body in unsure {
             assert_eq!(scan(&crd(body)), None, "{body}");
@@ -856,6 +901,9 @@ mod tests {
             "kind: \"a\\tb\"\n",
             "data:\n  x: \"open\nkind: Secret\"\n",
             "command: [\n  sh\n]\n",
+            // A field the scan reads, with a value over lines.
+            "kind: ConfigMap\nmetadata:\n  name: 'a\n    b'\n",
+            "kind: 'Config\n  Map'\n",
             "- a\n",
             "metadata: *m\n",
             "metadata:\n  name: a\n  name: b\n",

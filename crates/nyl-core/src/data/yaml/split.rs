@@ -173,9 +173,9 @@ pub fn split(text: &str) -> Vec<Piece> {
 ///
 /// `p` starts the last `---` line (of the complete lines) such that the piece it ends holds
 /// content, so it is closed there and not joined to what follows (comments before a `---` go
-/// with the next piece when the current one has none), and the piece it starts holds content, so
-/// nothing after it can reach back (comments after a last `...` join the last piece). A text
-/// with a `\r` is not cut: its lines may end in ways a cut would have to know more about.
+/// with the next piece when the current one has none), and a piece after it holds content, so
+/// nothing later can reach back (comments after a last `...` join the last piece). A text with a
+/// `\r` is not cut: its lines may end in ways a cut would have to know more about.
 pub fn cut(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
     if memchr::memchr(b'\r', bytes).is_some() {
@@ -190,14 +190,18 @@ pub fn cut(text: &str) -> Option<usize> {
         .find(|&at| starts_content(text, at, complete) && ends_content(text, at))
 }
 
-/// Whether the piece that the `---` line at `at` starts holds content in `text[at..end]`: on
-/// the marker line itself, or on a line before the next marker.
+/// Whether a piece from the `---` line at `at` on holds content in `text[at..end]`: then the
+/// last piece before `at` is never the stream's last (only that one takes what follows a last
+/// `...`). Any content line counts but a `%` line, which is content only in the piece its own
+/// `---` starts and is passed over here.
 fn starts_content(text: &str, at: usize, end: usize) -> bool {
-    let mut lines = super::lines_inclusive(&text[at..end]);
-    lines.next().is_some_and(marker_content)
-        || lines
-            .take_while(|l| !marker(l, "---") && !marker(l, "..."))
-            .any(is_content)
+    super::lines_inclusive(&text[at..end]).any(|line| {
+        if marker(line, "---") {
+            marker_content(line)
+        } else {
+            !marker(line, "...") && is_content(line) && !line.starts_with('%')
+        }
+    })
 }
 
 /// Whether the piece that the line at `at` ends holds content: the lines before it, back to the
