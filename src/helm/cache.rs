@@ -222,7 +222,7 @@ impl Cache {
         }
     }
 
-    /// The cache, its large outputs kept in files when `stored` (see [`Cache::stored`]).
+    /// The cache, its large outputs kept in files (entries, or files of their own) when `stored`.
     pub fn with_stored(self, stored: bool) -> Cache {
         let mut cache = self;
         cache.stored = stored;
