@@ -180,13 +180,7 @@ impl Reading {
         let (file, tmp) = match &self.keep {
             Keep::Entry(dir) => {
                 let tmp = temp_path(dir);
-                let file = File::options()
-                    .read(true)
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&tmp)?;
-                (file, Some(tmp))
+                (new_file(&tmp)?, Some(tmp))
             }
             _ => (scratch_file()?, None),
         };
@@ -229,15 +223,20 @@ fn scratch_file() -> io::Result<File> {
         .open(&dir);
     unnamed.or_else(|_| {
         let path = temp_path(&dir);
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
+        let file = new_file(&path)?;
         fs::remove_file(&path)?;
         Ok(file)
     })
+}
+
+/// A new file only this user can read and write, open for both.
+fn new_file(path: &Path) -> io::Result<File> {
+    File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
 }
 
 #[cfg(test)]

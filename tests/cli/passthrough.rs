@@ -46,8 +46,19 @@ fn render_is_byte_identical_to_helm_template() {
             "helm printed no {what}: {expected}"
         );
     }
+    renders_as("apps/bytes.yaml", &expected, &tempdir("passthrough-cache"));
+}
+
+/// The bytes of `text` around `at`, for a message.
+fn around(text: &str, at: usize) -> std::borrow::Cow<'_, str> {
+    let bytes = text.as_bytes();
+    String::from_utf8_lossy(&bytes[at.saturating_sub(200)..(at + 200).min(bytes.len())])
+}
+
+/// `nyl render APP` of the passthrough fixture prints `expected` cold, from the cache and without
+/// it.
+fn renders_as(app: &str, expected: &str, cache: &std::path::Path) {
     let repo = root().join("tests/fixtures/passthrough");
-    let cache = tempdir("passthrough-cache");
     let env = [("NYL_CACHE_DIR".to_string(), cache.display().to_string())];
     for run in ["cold", "warm (from the cache)", "without the cache"] {
         let extra = if run == "without the cache" {
@@ -55,16 +66,23 @@ fn render_is_byte_identical_to_helm_template() {
         } else {
             ""
         };
-        let (status, stdout, stderr) = nyl(
-            &repo,
-            &args(&format!("render {extra}apps/bytes.yaml")),
-            &env,
-        );
+        let (status, stdout, stderr) = nyl(&repo, &args(&format!("render {extra}{app}")), &env);
         assert_eq!(status, 0, "{stderr}");
-        assert!(
-            stdout == expected,
-            "{run}: nyl render differs from helm template\n--- nyl\n{stdout}\n--- helm\n{expected}"
-        );
+        if stdout != expected {
+            let at = stdout
+                .bytes()
+                .zip(expected.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            panic!(
+                "{run}: nyl render differs from helm template at byte {at} of {} (expected {})\n\
+                 --- nyl\n{}\n--- helm\n{}",
+                stdout.len(),
+                expected.len(),
+                around(&stdout, at),
+                around(expected, at),
+            );
+        }
     }
 }
 
@@ -110,25 +128,7 @@ fn a_large_release_is_passed_on_as_helm_printed_it_from_its_file() {
             .count()
             == 700
     );
-    for run in ["cold", "warm (from the cache)", "without the cache"] {
-        let extra = if run == "without the cache" {
-            "--no-cache "
-        } else {
-            ""
-        };
-        let (status, stdout, stderr) = nyl(
-            &repo,
-            &args(&format!("render {extra}apps/large.yaml")),
-            &env,
-        );
-        assert_eq!(status, 0, "{stderr}");
-        assert!(
-            stdout == expected,
-            "{run}: differs ({} bytes, expected {})",
-            stdout.len(),
-            expected.len()
-        );
-    }
+    renders_as("apps/large.yaml", &expected, &cache);
     // A large entry of the cache is read as one: in memory, for outputs that read every document.
     let (status, json, stderr) = nyl(&repo, &args("render -o json apps/large.yaml"), &env);
     assert_eq!(status, 0, "{stderr}");
