@@ -868,32 +868,58 @@ fn read_entry(
     } else {
         1
     };
+    let entry = Body {
+        raw_len,
+        index_len,
+        digest,
+    };
     if stored && raw_len >= STORE_FROM {
-        let blocks: Vec<usize> = (0..body.div_ceil(BLOCK)).collect();
-        let digests = parallel::map(&blocks, workers, |buf: &mut Vec<u8>, &i| {
-            buf.resize(BLOCK.min(body - i * BLOCK), 0);
-            file.read_exact_at(buf, (i * BLOCK) as u64).ok()?;
-            Some(blake3::hash(buf))
-        });
-        if joined(digests.into_iter().collect::<Option<Vec<_>>>()?) != digest {
-            return None;
-        }
-        // Entries are never written after their rename: what was verified is what is read.
-        let mut index = vec![0; index_len];
-        file.read_exact_at(&mut index, raw_len as u64).ok()?;
-        let bytes = std::sync::Arc::new(file.try_clone().ok()?);
-        let stored = Stored {
-            bytes,
-            len: raw_len,
-        };
-        let mut output = Output::stored(Output::decode_index(&index)?, stored)?;
-        for doc in output.needing_sources() {
-            let mut source = vec![0; doc.end - doc.start];
-            file.read_exact_at(&mut source, doc.start as u64).ok()?;
-            doc.source = Some(String::from_utf8(source).ok()?);
-        }
-        return Some(output);
+        read_in_place(file, &entry, workers)
+    } else {
+        read_whole(file, &entry, workers)
     }
+}
+
+/// An entry's body as its trailer gives it: the lengths of its two parts, and its digest.
+struct Body {
+    raw_len: usize,
+    index_len: usize,
+    digest: blake3::Hash,
+}
+
+/// A large entry's output left in its file: the blocks read and hashed a few at a time, then the
+/// index and the sources of the documents to read fully.
+fn read_in_place(file: &fs::File, given: &Body, workers: usize) -> Option<Output> {
+    let body = given.raw_len + given.index_len;
+    let blocks: Vec<usize> = (0..body.div_ceil(BLOCK)).collect();
+    let digests = parallel::map(&blocks, workers, |buf: &mut Vec<u8>, &i| {
+        buf.resize(BLOCK.min(body - i * BLOCK), 0);
+        file.read_exact_at(buf, (i * BLOCK) as u64).ok()?;
+        Some(blake3::hash(buf))
+    });
+    if joined(digests.into_iter().collect::<Option<Vec<_>>>()?) != given.digest {
+        return None;
+    }
+    // Entries are never written after their rename: what was verified is what is read.
+    let mut index = vec![0; given.index_len];
+    file.read_exact_at(&mut index, given.raw_len as u64).ok()?;
+    let bytes = std::sync::Arc::new(file.try_clone().ok()?);
+    let stored = Stored {
+        bytes,
+        len: given.raw_len,
+    };
+    let mut output = Output::stored(Output::decode_index(&index)?, stored)?;
+    for doc in output.needing_sources() {
+        let mut source = vec![0; doc.end - doc.start];
+        file.read_exact_at(&mut source, doc.start as u64).ok()?;
+        doc.source = Some(String::from_utf8(source).ok()?);
+    }
+    Some(output)
+}
+
+/// An entry's output read into one buffer, each half with one `read`.
+fn read_whole(file: &fs::File, given: &Body, workers: usize) -> Option<Output> {
+    let body = given.raw_len + given.index_len;
     let mut entry = vec![0; body];
     let (left, right) = entry.split_at_mut(body / 2);
     let read_half = |half: &mut [u8], at: usize| file.read_exact_at(half, at as u64).ok();
@@ -906,14 +932,14 @@ fn read_entry(
     right?;
     let blocks: Vec<&[u8]> = entry.chunks(BLOCK).collect();
     let digests = parallel::map(&blocks, workers, |(): &mut (), block| blake3::hash(block));
-    if joined(digests) != digest {
+    if joined(digests) != given.digest {
         return None;
     }
     // Helm's bytes are checked to be UTF-8 on one thread while the index is decoded on the
     // other (the index, a few percent of the entry, is moved off the buffer's end for that).
-    let index = entry.split_off(raw_len);
+    let index = entry.split_off(given.raw_len);
     let (docs, raw) = parallel::join(
-        workers > 1 && raw_len >= parallel::WORTH_A_THREAD,
+        workers > 1 && given.raw_len >= parallel::WORTH_A_THREAD,
         || Output::decode_index(&index),
         || String::from_utf8(entry).ok(),
     );

@@ -43,10 +43,7 @@ pub struct Reading {
     two_threads: bool,
     /// What is read and not yet classified (all of it, until it is stored).
     pending: Vec<u8>,
-    /// Where `pending` starts in the output: bytes and lines.
-    offset: usize,
-    lines: u32,
-    docs: Vec<Doc>,
+    stored: Parts,
     file: Option<Spill>,
     /// How much is held before the next cut is tried.
     next_cut: usize,
@@ -79,6 +76,33 @@ impl Spill {
     }
 }
 
+/// The documents of the parts stored so far, and where the next part starts: bytes and lines.
+#[derive(Default)]
+struct Parts {
+    docs: Vec<Doc>,
+    offset: usize,
+    lines: u32,
+}
+
+impl Parts {
+    /// Classifies `text`, the next part (whole documents), and writes it to `spill`.
+    fn store(&mut self, text: &str, spill: &mut Spill, two_threads: bool) -> Result<(), String> {
+        // A part is about a megabyte: worth a second thread, as a whole output of that size is.
+        let workers = if two_threads && text.len() >= PART_ON_TWO_THREADS {
+            2
+        } else {
+            1
+        };
+        let docs = Output::classify_part(text, self.offset, self.lines, workers, true);
+        self.docs.extend(docs);
+        self.lines += memchr::memchr_iter(b'\n', text.as_bytes()).count() as u32;
+        self.offset += text.len();
+        spill
+            .write(text.as_bytes())
+            .map_err(|e| format!("cannot write Helm's output to a file: {e}"))
+    }
+}
+
 /// A finished output, with the file it is stored in when it is a cache entry still to be
 /// completed ([`super::cache::Cache`] appends the index and trailer and moves it into place).
 pub struct Read {
@@ -92,9 +116,7 @@ impl Reading {
             keep,
             two_threads,
             pending: Vec::new(),
-            offset: 0,
-            lines: 0,
-            docs: Vec::new(),
+            stored: Parts::default(),
             file: None,
             next_cut: STORE_FROM,
         }
@@ -119,7 +141,8 @@ impl Reading {
             },
         };
         let complete = memchr::memrchr(b'\n', &self.pending).map_or(0, |i| i + 1);
-        let cut = yaml::cut(utf8(&self.pending[..complete])?);
+        let text = utf8(&self.pending[..complete])?;
+        let cut = yaml::cut(text);
         // Without a cut (one document of megabytes, or no document markers at all), the next
         // try waits until twice as much is held: looking again at every read would cost the
         // square of the output.
@@ -127,48 +150,36 @@ impl Reading {
             Some(_) => STORE_FROM,
             None => self.pending.len() * 2,
         };
-        let stored = cut.map_or(Ok(()), |cut| self.store(&mut spill, cut));
+        let stored = cut.map_or(Ok(()), |cut| {
+            self.stored
+                .store(&text[..cut], &mut spill, self.two_threads)
+        });
+        if let Some(cut) = cut {
+            self.pending.drain(..cut);
+        }
         self.file = Some(spill);
         stored
-    }
-
-    /// Classifies the first `len` pending bytes (whole documents) and writes them to `spill`.
-    fn store(&mut self, spill: &mut Spill, len: usize) -> Result<(), String> {
-        let text = utf8(&self.pending[..len])?;
-        // A part is about a megabyte: worth a second thread, as a whole output of that size is.
-        let workers = if self.two_threads && len >= PART_ON_TWO_THREADS {
-            2
-        } else {
-            1
-        };
-        let docs = Output::classify_part(text, self.offset, self.lines, workers, true);
-        self.docs.extend(docs);
-        self.lines += memchr::memchr_iter(b'\n', text.as_bytes()).count() as u32;
-        self.offset += len;
-        spill
-            .write(&self.pending[..len])
-            .map_err(|e| format!("cannot write Helm's output to a file: {e}"))?;
-        self.pending.drain(..len);
-        Ok(())
     }
 
     /// The output, once Helm has ended well.
     pub fn finish(mut self) -> Result<Read, Failure> {
         let Some(mut spill) = self.file.take() else {
-            let raw = String::from_utf8(std::mem::take(&mut self.pending))
+            let raw = String::from_utf8(self.pending)
                 .map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
             return Ok(Read {
                 output: Output::classify(raw, self.two_threads),
                 entry: None,
             });
         };
-        let rest = self.pending.len();
-        self.store(&mut spill, rest).map_err(Failure::Failed)?;
+        let text = utf8(&self.pending).map_err(Failure::Failed)?;
+        self.stored
+            .store(text, &mut spill, self.two_threads)
+            .map_err(Failure::Failed)?;
         let stored = Stored {
             bytes: spill.file.clone(),
             len: spill.len,
         };
-        let output = Output::stored(std::mem::take(&mut self.docs), stored).ok_or_else(|| {
+        let output = Output::stored(self.stored.docs, stored).ok_or_else(|| {
             Failure::Failed("internal error: a document past the end of the output".into())
         })?;
         // A file of its own stays open as long as the output does.

@@ -224,6 +224,17 @@ pub enum Text {
 }
 
 impl Text {
+    pub fn len(&self) -> usize {
+        match self {
+            Text::Shared(_, range) | Text::Stored(_, range) => range.len(),
+            Text::Own(text) => text.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The text, when it is in memory.
     pub fn as_str(&self) -> Option<&str> {
         match self {
@@ -319,10 +330,7 @@ impl Manifest {
                 Part::Stored(stored, r.start + range.start..r.start + range.end)
             }
         };
-        let len = match &self.text {
-            Text::Shared(_, r) | Text::Stored(_, r) => r.len(),
-            Text::Own(text) => text.len(),
-        };
+        let len = self.text.len();
         match &self.edit {
             None => [whole(0..len), Part::Text(""), Part::Text("")],
             Some((removed, inserted)) => [
