@@ -356,15 +356,17 @@ pub fn unknown_api_version(doc: &Node, api: &str) -> Diagnostic {
 pub fn duplicate_objects<'a>(
     docs: impl Iterator<Item = (&'a crate::data::yaml::Head, Loc)>,
 ) -> Vec<Diagnostic> {
-    let mut seen: std::collections::HashMap<ObjectKey, Loc> = std::collections::HashMap::new();
+    // Keyed by borrowed parts: an app prints thousands of objects, and only a duplicate needs
+    // its key owned.
+    let mut seen: std::collections::HashMap<[&str; 4], Loc> = std::collections::HashMap::new();
     let mut out = Vec::new();
     for (head, loc) in docs {
-        let Some(key) = object_key(head) else {
+        let Some(parts) = key_parts(head) else {
             continue;
         };
-        match seen.entry(key) {
+        match seen.entry(parts) {
             std::collections::hash_map::Entry::Occupied(first) => out.push(
-                duplicate_object(first.key(), "is output twice by one app")
+                duplicate_object(&owned_key(parts), "is output twice by one app")
                     .at(loc)
                     .related(*first.get()),
             ),
@@ -381,19 +383,36 @@ pub type ObjectKey = (String, ResourceName);
 
 /// The object's [`ObjectKey`]; `None` for one that the server names (`generateName`).
 pub fn object_key(head: &crate::data::yaml::Head) -> Option<ObjectKey> {
-    let text = |s: &Option<String>| s.clone().unwrap_or_default();
-    let name = text(&head.name);
+    key_parts(head).map(owned_key)
+}
+
+/// The parts of the object's key as `head` has them: API group, kind, namespace and name.
+fn key_parts(head: &crate::data::yaml::Head) -> Option<[&str; 4]> {
+    fn text(s: Option<&String>) -> &str {
+        s.map_or("", String::as_str)
+    }
+    let name = text(head.name.as_ref());
     if name.is_empty() {
         return None;
     }
-    let api = text(&head.api_version);
-    let group = api.rsplit_once('/').map_or("", |(g, _)| g).to_string();
-    let id = ResourceName {
-        kind: text(&head.kind),
-        namespace: text(&head.namespace),
+    let group = text(head.api_version.as_ref())
+        .rsplit_once('/')
+        .map_or("", |(g, _)| g);
+    Some([
+        group,
+        text(head.kind.as_ref()),
+        text(head.namespace.as_ref()),
         name,
+    ])
+}
+
+fn owned_key([group, kind, namespace, name]: [&str; 4]) -> ObjectKey {
+    let id = ResourceName {
+        kind: kind.to_string(),
+        namespace: namespace.to_string(),
+        name: name.to_string(),
     };
-    Some((group, id))
+    (group.to_string(), id)
 }
 
 /// `duplicate_object` for the object `key`, which `how` (`is output twice by one app`).
