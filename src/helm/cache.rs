@@ -405,8 +405,8 @@ impl Cache {
         }
         files.sort();
         // Each file's digest, on two threads for a chart of megabytes (CRDs), joined in name order.
-        let large = bytes >= parallel::WORTH_A_THREAD as u64 && self.two_threads();
-        let workers = if large { 2 } else { 1 };
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        let workers = parallel::workers_for(bytes, parallel::WORTH_A_THREAD, || self.two_threads());
         let digests = parallel::map(&files, workers, |chunk: &mut Vec<u8>, (_, path)| {
             // A piece at a time: a chart's CRD files are megabytes, and nyl's memory is not.
             let mut file = fs::File::open(path).ok()?;
@@ -863,11 +863,7 @@ fn read_entry(
         return None;
     }
     let digest = blake3::Hash::from_hex(digest).ok()?;
-    let workers = if two_threads && body >= parallel::WORTH_A_THREAD {
-        2
-    } else {
-        1
-    };
+    let workers = parallel::workers_for(body, parallel::WORTH_A_THREAD, || two_threads);
     let entry = Body {
         raw_len,
         index_len,

@@ -17,6 +17,7 @@ use super::digest::BodyDigest;
 use super::Failure;
 use nyl_core::data::yaml;
 use nyl_core::expansion::manifest::{Doc, Output, Stored};
+use nyl_core::parallel;
 
 /// The output size from which a release's output is kept in a file rather than in memory, and
 /// the size of the parts it is then classified in.
@@ -88,11 +89,7 @@ impl Parts {
     /// Classifies `text`, the next part (whole documents), and writes it to `spill`.
     fn store(&mut self, text: &str, spill: &mut Spill, two_threads: bool) -> Result<(), String> {
         // A part is about a megabyte: worth a second thread, as a whole output of that size is.
-        let workers = if two_threads && text.len() >= PART_ON_TWO_THREADS {
-            2
-        } else {
-            1
-        };
+        let workers = parallel::workers_for(text.len(), PART_ON_TWO_THREADS, || two_threads);
         let docs = Output::classify_part(text, self.offset, self.lines, workers, true);
         self.docs.extend(docs);
         self.lines += memchr::memchr_iter(b'\n', text.as_bytes()).count() as u32;

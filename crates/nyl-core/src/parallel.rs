@@ -9,6 +9,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// hashing or scanning a few hundred kilobytes costs.
 pub const WORTH_A_THREAD: usize = 1 << 20;
 
+/// The threads for one release's work on `bytes` bytes: two when the work is at least `worth`
+/// bytes and the run allows a second (`two_threads`, asked only then: it may ask the system for
+/// its cores), else one.
+pub fn workers_for(bytes: usize, worth: usize, two_threads: impl FnOnce() -> bool) -> usize {
+    if bytes >= worth && two_threads() {
+        2
+    } else {
+        1
+    }
+}
+
 /// `a()` and `b()`, `b` on a thread of its own when `parallel` (starting a thread costs tens of
 /// microseconds: worth it for megabytes, not for a small release). A panic in `b` is `b`'s
 /// caller's, as if it had run here.

@@ -84,11 +84,7 @@ impl Output {
     /// Splits Helm's stdout into documents and scans each, on two threads for an output of a
     /// megabyte or more when the run may use two (the scan is most of a cold render's own work).
     pub fn classify(raw: String, two_threads: bool) -> Output {
-        let workers = if two_threads && raw.len() >= parallel::WORTH_A_THREAD {
-            2
-        } else {
-            1
-        };
+        let workers = parallel::workers_for(raw.len(), parallel::WORTH_A_THREAD, || two_threads);
         let docs = Output::classify_part(&raw, 0, 0, workers, false);
         Output {
             raw: Raw::Text(Arc::new(raw)),
