@@ -322,7 +322,32 @@ fn stop_all_and_end_by(signal: libc::c_int) {
 
 /// The threads a run may use: its `-j` (or `NYL_JOBS`), else the cores available to it.
 pub fn workers(jobs: Option<usize>) -> usize {
-    jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+    jobs.unwrap_or_else(cores)
+}
+
+/// How many of `items` things run at once: one, or for more, the run's [`workers`] (the cores
+/// are asked only then).
+pub fn at_once(jobs: Option<usize>, items: usize) -> usize {
+    if items > 1 {
+        workers(jobs).min(items)
+    } else {
+        1
+    }
+}
+
+/// The cores this process may run on (its CPU affinity and cgroup quota), as Go counts them
+/// for its default `GOMAXPROCS`.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
+/// The CPUs each of `at_once` helms that run side by side is told it may use (`GOMAXPROCS`):
+/// the cores shared among them, at least one each; `None` for a helm that runs alone. Go sizes
+/// its runtime to every core, and helms side by side then spend CPU on garbage-collection
+/// workers that take the cores the others render on: on 2 cores, 24 releases two at a time took
+/// 7% less CPU and 12% less time told one each (docs/performance.md).
+pub fn go_threads(at_once: usize) -> Option<usize> {
+    (at_once > 1).then(|| (cores() / at_once).max(1))
 }
 
 #[cfg(test)]

@@ -291,6 +291,7 @@ fn engine_request(engine: &EngineArgs, progress: Progress) -> crate::expansion::
         gate: crate::expansion::render::Gate::AllInputs,
         progress,
         stored_output: false,
+        apps_at_once: 1,
     }
 }
 

@@ -52,6 +52,9 @@ pub struct Request {
     /// and reach stdout from there: only for a run that writes the manifests as they are
     /// (YAML), so that nyl's memory does not grow with the output (docs/performance.md).
     pub stored_output: bool,
+    /// The apps rendered side by side, this request's among them: their helms share the cores
+    /// with its own ([`process::go_threads`]).
+    pub apps_at_once: usize,
 }
 
 /// Which problems stop Helm from running.
@@ -302,6 +305,8 @@ impl Tree<'_> {
         let mut ok = true;
         while !pending.is_empty() {
             pending.retain(|&i| self.admit(i) && self.schema_ok(i));
+            let at_once = process::at_once(req.jobs, pending.len());
+            let go_threads = process::go_threads(req.apps_at_once * at_once);
             let values: Vec<String> = pending
                 .iter()
                 .map(|&i| {
@@ -331,11 +336,12 @@ impl Tree<'_> {
                             &req.api_versions
                         },
                         include_crds: release.include_crds,
+                        go_threads,
                     }
                 })
                 .collect();
             let max_schema_bytes = self.session.project.config.limits.max_total_bytes;
-            let outputs = parallel(&templates, req.jobs, |t| match t.chart {
+            let outputs = parallel(&templates, at_once, |t| match t.chart {
                 ChartSource::Local(_) => cache.template(&helm, t).map_err(Stop::Template),
                 ChartSource::Remote(remote) => {
                     remote::render(cache, &helm, t, remote, max_schema_bytes)
@@ -558,19 +564,13 @@ fn job_key(v: &InvocationValues) -> String {
     format!("{} {}/{}", v.chart, v.namespace, v.name)
 }
 
-/// `f` over `items` on up to `jobs` threads; results in the order of `items`, `None` where `f`
-/// panicked (so a lost result can never pass for a missing one).
+/// `f` over `items` on `workers` threads ([`process::at_once`]); results in the order of
+/// `items`, `None` where `f` panicked (so a lost result can never pass for a missing one).
 pub(crate) fn parallel<T: Sync, R: Send>(
     items: &[T],
-    jobs: Option<usize>,
+    workers: usize,
     f: impl Fn(&T) -> R + Sync,
 ) -> Vec<Option<R>> {
-    // One item needs no thread, nor the cores counted.
-    let workers = if items.len() > 1 {
-        process::workers(jobs)
-    } else {
-        1
-    };
     nyl_core::parallel::map(items, workers, |(): &mut (), item| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))).ok()
     })
@@ -615,25 +615,26 @@ mod tests {
     fn parallel_keeps_the_order_of_its_items() {
         let items: Vec<u32> = (0..200).collect();
         let doubled: Vec<_> = items.iter().map(|i| Some(i * 2)).collect();
-        assert_eq!(parallel(&items, Some(4), |i| i * 2), doubled);
-        assert_eq!(parallel(&items, None, |i| i * 2), doubled);
-        assert_eq!(
-            parallel(&items[..0], Some(4), |i| *i),
-            Vec::<Option<u32>>::new()
-        );
-        assert_eq!(parallel(&items[..1], None, |i| *i), vec![Some(0)]);
+        for workers in [1, 4] {
+            assert_eq!(parallel(&items, workers, |i| i * 2), doubled);
+            assert_eq!(
+                parallel(&items[..0], workers, |i| *i),
+                Vec::<Option<u32>>::new()
+            );
+            assert_eq!(parallel(&items[..1], workers, |i| *i), vec![Some(0)]);
+        }
     }
 
     #[test]
     fn an_item_that_panics_is_none_and_the_others_are_done() {
         let items: Vec<u32> = (0..50).collect();
-        for jobs in [Some(1), Some(4)] {
-            let out = parallel(&items, jobs, |&i| {
+        for workers in [1, 4] {
+            let out = parallel(&items, workers, |&i| {
                 assert!(i != 7, "item 7");
                 i
             });
             let expected: Vec<_> = items.iter().map(|&i| (i != 7).then_some(i)).collect();
-            assert_eq!(out, expected, "{jobs:?}");
+            assert_eq!(out, expected, "{workers}");
         }
     }
 }

@@ -979,6 +979,7 @@ mod tests {
             kube_version: None,
             api_versions: apis,
             include_crds: true,
+            go_threads: None,
         }
     }
 

@@ -78,6 +78,9 @@ pub struct Template<'a> {
     pub kube_version: Option<&'a str>,
     pub api_versions: &'a [String],
     pub include_crds: bool,
+    /// The CPUs Helm is told it may use (`GOMAXPROCS`), when the run shares the machine among
+    /// several helms ([`crate::process::go_threads`]); `None`: Go's default, every core.
+    pub go_threads: Option<usize>,
 }
 
 /// Why `helm template` gave no output for a release.
@@ -320,6 +323,13 @@ impl Helm {
         debug!(release = t.release, ?args, "helm template");
         let mut cmd = Command::new(&self.path);
         cmd.args(&args);
+        // The operator's own GOMAXPROCS wins: it is Helm's environment, as nyl's is.
+        if let Some(n) = t
+            .go_threads
+            .filter(|_| std::env::var_os("GOMAXPROCS").is_none())
+        {
+            cmd.env("GOMAXPROCS", n.to_string());
+        }
         let mut sink = |bytes: &[u8]| reading.push(bytes);
         self.run(
             &mut cmd,
@@ -629,6 +639,7 @@ mod tests {
             kube_version: Some("1.31.0"),
             api_versions: &apis,
             include_crds: true,
+            go_threads: None,
         };
         let args: Vec<String> = Helm::template_args(&t)
             .into_iter()

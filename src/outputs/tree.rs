@@ -355,11 +355,13 @@ fn render_apps_with<R: Send>(
     apps: &[String],
     then: impl Fn(&str, render::Outcome) -> R + Sync,
 ) -> Vec<Option<R>> {
+    let at_once = crate::process::at_once(engine.jobs, apps.len());
     let each = render::Request {
         jobs: if apps.len() > 1 { Some(1) } else { engine.jobs },
+        apps_at_once: at_once,
         ..engine.clone()
     };
-    render::parallel(apps, engine.jobs, |app| {
+    render::parallel(apps, at_once, |app| {
         let outcome = then(app, render_app(run, &each, target, app));
         engine.progress.app_done();
         outcome

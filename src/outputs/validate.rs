@@ -216,15 +216,17 @@ pub fn validate(req: &Request, strict: bool) -> Result<Report, Diagnostic> {
         .collect();
     req.engine.progress.add_apps(work.len());
     // Apps are checked in parallel, sharing the cache; a lone app parallelises its own releases.
+    let at_once = crate::process::at_once(req.engine.jobs, work.len());
     let engine = render::Request {
         jobs: if work.len() > 1 {
             Some(1)
         } else {
             req.engine.jobs
         },
+        apps_at_once: at_once,
         ..req.engine.clone()
     };
-    let mut checked = render::parallel(&work, req.engine.jobs, |(target, app)| {
+    let mut checked = render::parallel(&work, at_once, |(target, app)| {
         check_app(req, &engine, &run, *target, app)
     })
     .into_iter();

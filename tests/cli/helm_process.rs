@@ -445,3 +445,73 @@ fn the_first_version_probe_runs_alongside_the_first_render() {
     );
     fs::remove_dir_all(&tmp).ok();
 }
+
+/// Helms that run side by side share the cores: each is told its share in `GOMAXPROCS`, a helm
+/// that runs alone is told nothing, and the operator's own `GOMAXPROCS` is left as it is. The
+/// real helm renders; a wrapper in front of it writes down the `GOMAXPROCS` it was started with.
+#[test]
+fn helms_side_by_side_are_told_their_share_of_the_cores() {
+    let tmp = tempdir("go-threads");
+    let repo = tmp.join("repo");
+    copy_dir(&fixture(), &repo);
+    fs::write(
+        repo.join("apps/two.yaml"),
+        "apiVersion: components.k8s.nyl/v1\nkind: example/v1/Plain\nmetadata: {name: one}\n---\n\
+         apiVersion: components.k8s.nyl/v1\nkind: example/v1/Plain\nmetadata: {name: two}\n",
+    )
+    .unwrap();
+    let log = tmp.join("gomaxprocs.log");
+    let wrapper = tmp.join("helm");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = template ] && echo \"${{GOMAXPROCS:-unset}}\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            helm().display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let shared = (cores / 2).max(1).to_string();
+    for (cmd, gomaxprocs, told) in [
+        (
+            "render --no-cache -j 2 apps/two.yaml",
+            None,
+            [shared.as_str(); 2].to_vec(),
+        ),
+        (
+            "render --no-cache -j 1 apps/two.yaml",
+            None,
+            vec!["unset"; 2],
+        ),
+        (
+            "render --no-cache -j 2 apps/plain.yaml",
+            None,
+            vec!["unset"],
+        ),
+        (
+            "render --no-cache -j 2 apps/two.yaml",
+            Some("3"),
+            vec!["3"; 2],
+        ),
+    ] {
+        let _ = fs::remove_file(&log);
+        let mut vars = vec![env("NYL_HELM", &wrapper)];
+        vars.extend(gomaxprocs.map(|g| env("GOMAXPROCS", g)));
+        let (status, stdout, stderr) = nyl(&repo, &args(cmd), &vars);
+        assert_eq!(status, 0, "{cmd}: {stderr}");
+        assert_eq!(
+            stdout.matches("kind: ConfigMap").count(),
+            told.len(),
+            "{cmd}"
+        );
+        let seen = fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            seen.lines().collect::<Vec<_>>(),
+            told,
+            "{cmd} {gomaxprocs:?}"
+        );
+    }
+    fs::remove_dir_all(&tmp).ok();
+}
