@@ -336,9 +336,10 @@ pub fn at_once(jobs: Option<usize>, items: usize) -> usize {
 }
 
 /// The cores this process may run on (its CPU affinity and cgroup quota), as Go counts them
-/// for its default `GOMAXPROCS`.
+/// for its default `GOMAXPROCS`; asked once per run (the answer costs some twenty system calls).
 fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }
 
 /// The CPUs each of `at_once` helms that run side by side is told it may use (`GOMAXPROCS`):
