@@ -629,13 +629,17 @@ fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
 /// ([`crate::helm::output`]): the index, the trailer, and into place.
 fn complete(dir: &Path, mut entry: Spill, key: &str, index: &[u8]) -> io::Result<()> {
     let raw_len = entry.len;
-    entry.write(index)?;
-    let trailer = trailer(key, &entry.digest, index.len(), raw_len);
-    (&*entry.file).write_all(trailer.as_bytes())?;
     let tmp = entry
         .tmp
         .clone()
         .ok_or_else(|| io::Error::other("no entry to complete"))?;
+    entry.write(index)?;
+    let digest = entry
+        .digest
+        .as_ref()
+        .ok_or_else(|| io::Error::other("an entry written without its digest"))?;
+    let trailer = trailer(key, digest, index.len(), raw_len);
+    (&*entry.file).write_all(trailer.as_bytes())?;
     place(dir, &tmp, key, (entry.len + trailer.len()) as u64)?;
     // In place: nothing left to remove.
     entry.tmp = None;
