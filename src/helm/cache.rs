@@ -39,7 +39,7 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -71,8 +71,6 @@ pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 const SWEEP_BASE: usize = 2048;
 const SWEEP_PER_WRITE: usize = 4;
 const SHARDS: usize = 256;
-/// The most of a chart file read at once to hash it.
-const HASH_CHUNK: u64 = 256 << 10;
 /// Temporary files older than this were left by a killed process.
 const STALE: Duration = Duration::from_secs(3600);
 
@@ -407,18 +405,11 @@ impl Cache {
         // Each file's digest, on two threads for a chart of megabytes (CRDs), joined in name order.
         let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
         let workers = parallel::workers_for(bytes, parallel::WORTH_A_THREAD, || self.two_threads());
-        let digests = parallel::map(&files, workers, |chunk: &mut Vec<u8>, (_, path)| {
-            // A piece at a time: a chart's CRD files are megabytes, and nyl's memory is not.
-            let mut file = fs::File::open(path).ok()?;
-            let mut h = blake3::Hasher::new();
-            loop {
-                chunk.clear();
-                let n = (&mut file).take(HASH_CHUNK).read_to_end(chunk).ok()?;
-                if n == 0 {
-                    return Some(h.finalize());
-                }
-                h.update(chunk);
-            }
+        let digests = parallel::map(&files, workers, |(): &mut (), (_, path)| {
+            // A piece at a time (BLAKE3's reader, 64 KiB): a chart's CRD files are megabytes,
+            // and nyl's memory is not.
+            let file = fs::File::open(path).ok()?;
+            Some(blake3::Hasher::new().update_reader(file).ok()?.finalize())
         })
         .into_iter()
         .collect::<Option<Vec<_>>>()?;
@@ -627,22 +618,18 @@ fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
 
 /// Completes an entry whose body was written up to the index as Helm printed the output
 /// ([`crate::helm::output`]): the index, the trailer, and into place.
-fn complete(dir: &Path, mut entry: Spill, key: &str, index: &[u8]) -> io::Result<()> {
-    let raw_len = entry.len;
-    let tmp = entry
-        .tmp
-        .clone()
-        .ok_or_else(|| io::Error::other("no entry to complete"))?;
-    entry.write(index)?;
-    let digest = entry
-        .digest
+fn complete(dir: &Path, mut spill: Spill, key: &str, index: &[u8]) -> io::Result<()> {
+    let raw_len = spill.len;
+    spill.write(index)?;
+    let entry = spill
+        .entry
         .as_ref()
-        .ok_or_else(|| io::Error::other("an entry written without its digest"))?;
-    let trailer = trailer(key, digest, index.len(), raw_len);
-    (&*entry.file).write_all(trailer.as_bytes())?;
-    place(dir, &tmp, key, (entry.len + trailer.len()) as u64)?;
+        .ok_or_else(|| io::Error::other("no entry to complete"))?;
+    let trailer = trailer(key, &entry.digest, index.len(), raw_len);
+    (&*spill.file).write_all(trailer.as_bytes())?;
+    place(dir, &entry.tmp, key, (spill.len + trailer.len()) as u64)?;
     // In place: nothing left to remove.
-    entry.tmp = None;
+    spill.entry = None;
     Ok(())
 }
 

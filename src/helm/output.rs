@@ -53,18 +53,24 @@ pub struct Reading {
 /// The file a large output is written to, and what it holds so far.
 pub struct Spill {
     pub file: Arc<File>,
-    /// The cache entry's temporary path; removed on drop unless taken.
-    pub tmp: Option<PathBuf>,
-    /// The digest of what was written, as the entry's body starts; a file of its own has none
-    /// (nothing verifies it: hashing it cost a `--no-cache` render 2 ms of 5 MB).
-    pub digest: Option<BodyDigest>,
+    /// What a cache entry being written has beside its bytes; a file of its own has nothing.
+    pub entry: Option<Unplaced>,
     pub len: usize,
+}
+
+/// A cache entry not yet moved into place.
+pub struct Unplaced {
+    /// Its temporary path; removed with the [`Spill`] unless the entry is taken from it.
+    pub tmp: PathBuf,
+    /// The digest of what was written, as the entry's body starts (a file of its own is not
+    /// hashed: nothing verifies it, and hashing cost a `--no-cache` render 2 ms of 5 MB).
+    pub digest: BodyDigest,
 }
 
 impl Drop for Spill {
     fn drop(&mut self) {
-        if let Some(tmp) = &self.tmp {
-            let _ = fs::remove_file(tmp);
+        if let Some(entry) = &self.entry {
+            let _ = fs::remove_file(&entry.tmp);
         }
     }
 }
@@ -72,8 +78,8 @@ impl Drop for Spill {
 impl Spill {
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         (&*self.file).write_all(bytes)?;
-        if let Some(digest) = &mut self.digest {
-            digest.update(bytes);
+        if let Some(entry) = &mut self.entry {
+            entry.digest.update(bytes);
         }
         self.len += bytes.len();
         Ok(())
@@ -183,22 +189,23 @@ impl Reading {
             Failure::Failed("internal error: a document past the end of the output".into())
         })?;
         // A file of its own stays open as long as the output does.
-        let entry = spill.tmp.is_some().then_some(spill);
+        let entry = spill.entry.is_some().then_some(spill);
         Ok(Read { output, entry })
     }
 
     fn open(&self) -> io::Result<Spill> {
-        let (file, tmp) = match &self.keep {
+        let (file, entry) = match &self.keep {
             Keep::Entry(dir) => {
                 let tmp = temp_path(dir);
-                (new_file(&tmp)?, Some(tmp))
+                let file = new_file(&tmp)?;
+                let digest = BodyDigest::default();
+                (file, Some(Unplaced { tmp, digest }))
             }
             _ => (scratch_file()?, None),
         };
         Ok(Spill {
             file: Arc::new(file),
-            digest: tmp.is_some().then(BodyDigest::default),
-            tmp,
+            entry,
             len: 0,
         })
     }
