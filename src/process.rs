@@ -4,13 +4,15 @@
 //! - Each child runs in its own process group, so that stopping it stops whatever it started.
 //! - Its stdout is read against a byte budget the caller shares between the runs of one render;
 //!   past it, or past the deadline, the group is killed and the run fails. Each piece read goes
-//!   to the caller's sink as it arrives (a release's output is classified while Helm prints it).
+//!   to the caller's sink as it arrives, or, once the sink keeps the output in a file, is moved
+//!   there by the kernel (a release's output is classified while Helm prints it).
 //! - Of its stderr only the first [`STDERR_KEEP`] bytes are kept, plus a count of the rest: a
 //!   chart's 50 MB `fail` message is not a 50 MB diagnostic.
 //! - SIGTERM, SIGINT and SIGHUP to nyl kill the groups of the children still running before nyl
 //!   ends by the signal ([`stop_children_on_signals`]): Argo CD's timeout signals nyl, and no
 //!   helm may outlive it.
 
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
@@ -31,8 +33,29 @@ pub struct Finished {
     pub stderr: Stderr,
 }
 
-/// Where a child's stdout goes, a piece at a time; an `Err` stops the run with that message.
-pub type Sink<'a> = &'a mut (dyn FnMut(&[u8]) -> Result<(), String> + Send);
+/// Where a child's stdout goes; an `Err` stops the run with that message. A closure takes every
+/// piece as it is read; a sink that keeps a large output in a file can ask for the rest of it to
+/// be moved there by the kernel (`splice`), without passing through nyl's memory.
+pub trait Sink: Send {
+    /// The next piece read.
+    fn push(&mut self, bytes: &[u8]) -> Result<(), String>;
+
+    /// The file the rest of stdout goes to, once the sink wants it there.
+    fn file(&self) -> Option<&File> {
+        None
+    }
+
+    /// `n` more bytes moved into [`Sink::file`].
+    fn moved(&mut self, _n: usize) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl<F: FnMut(&[u8]) -> Result<(), String> + Send> Sink for F {
+    fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self(bytes)
+    }
+}
 
 /// The start of a child's stderr, and how many bytes after it were dropped.
 #[derive(Debug, Default)]
@@ -73,7 +96,7 @@ pub fn run(
     stdin: Vec<u8>,
     timeout: Duration,
     budget: &AtomicU64,
-    sink: Sink<'_>,
+    sink: &mut dyn Sink,
 ) -> Result<Finished, Stopped> {
     let deadline = Instant::now() + timeout;
     let (mut child, group) = Group::spawn(
@@ -148,7 +171,11 @@ const STDOUT_CHUNK: usize = 256 << 10;
 const PIPE: libc::c_int = 1 << 20;
 
 /// Reads stdout to its end into `sink`, taking every piece from `budget` before passing it on.
-fn read_budgeted(mut out: ChildStdout, budget: &AtomicU64, sink: Sink<'_>) -> Result<(), Stopped> {
+fn read_budgeted(
+    mut out: ChildStdout,
+    budget: &AtomicU64,
+    sink: &mut dyn Sink,
+) -> Result<(), Stopped> {
     // A pipe of 1 MiB instead of 64 KiB: Helm blocks on a full pipe until nyl is scheduled to
     // read it, which on a loaded machine costs more than the reading. Only a hint: without it
     // the output is the same.
@@ -160,12 +187,17 @@ fn read_budgeted(mut out: ChildStdout, budget: &AtomicU64, sink: Sink<'_>) -> Re
     // to what is read (a small release's output is a few kilobytes), never zeroed first.
     let mut chunk = Vec::new();
     loop {
-        chunk.clear();
-        // Retries interrupted reads itself; returns at the chunk's size or the end.
-        let n = (&mut out)
-            .take(STDOUT_CHUNK as u64)
-            .read_to_end(&mut chunk)
-            .map_err(Stopped::Io)?;
+        let mut piece = (&mut out).take(STDOUT_CHUNK as u64);
+        // Both retry interrupted reads themselves and return at the chunk's size or the end.
+        let n = match sink.file() {
+            // std moves a pipe's bytes into a file with `splice` where the file system allows,
+            // else through a buffer of its own.
+            Some(mut file) => io::copy(&mut piece, &mut file).map_err(Stopped::Io)? as usize,
+            None => {
+                chunk.clear();
+                piece.read_to_end(&mut chunk).map_err(Stopped::Io)?
+            }
+        };
         if n == 0 {
             return Ok(());
         }
@@ -174,7 +206,12 @@ fn read_budgeted(mut out: ChildStdout, budget: &AtomicU64, sink: Sink<'_>) -> Re
                 left.checked_sub(n as u64)
             })
             .map_err(|_| Stopped::OutputTooLarge)?;
-        sink(&chunk).map_err(Stopped::Refused)?;
+        if sink.file().is_some() {
+            sink.moved(n)
+        } else {
+            sink.push(&chunk)
+        }
+        .map_err(Stopped::Refused)?;
     }
 }
 

@@ -330,13 +330,12 @@ impl Helm {
         {
             cmd.env("GOMAXPROCS", n.to_string());
         }
-        let mut sink = |bytes: &[u8]| reading.push(bytes);
         self.run(
             &mut cmd,
             t.values_json.as_bytes().to_vec(),
             (&self.output_left, self.max_output),
             t.release,
-            &mut sink,
+            reading,
         )
     }
 
@@ -390,7 +389,7 @@ impl Helm {
         stdin: Vec<u8>,
         (budget, max): (&AtomicU64, u64),
         release: &str,
-        sink: process::Sink<'_>,
+        sink: &mut dyn process::Sink,
     ) -> Result<(), Failure> {
         let done = process::run(cmd, stdin, self.time_left(), budget, sink).map_err(|stopped| {
             match stopped {

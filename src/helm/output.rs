@@ -1,20 +1,25 @@
 //! A release's output as Helm prints it: kept in memory while it is small; from
-//! [`STORE_FROM`] bytes on, when the run passes its output on to stdout as it is, split at the
-//! cuts [`yaml::cut`] allows while Helm is still printing, each part classified and written to a
-//! file (the cache entry being written, or a file of its own), so that nyl holds about a
-//! megabyte of it at a time instead of all of it. Both ways give the same documents.
+//! [`STORE_FROM`] bytes on, when the run passes its output on to stdout as it is, moved into a
+//! file (the cache entry being written, or a file of its own) by the kernel as Helm prints it,
+//! while a thread of its own reads it back from that file a part at a time, split at the cuts
+//! [`yaml::cut`] allows, and classifies and hashes each part. So Helm's single large `write`
+//! ends as soon as the pipe is drained, and the classifying overlaps Helm's exit (some
+//! milliseconds for a Go process of that size) instead of holding Helm back; and nyl holds about a
+//! megabyte of the output at a time instead of all of it. Both ways give the same documents.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 use tracing::debug;
 
 use super::digest::BodyDigest;
 use super::Failure;
+use crate::process::Sink;
 use nyl_core::data::yaml;
 use nyl_core::expansion::manifest::{Doc, Output, Stored};
 use nyl_core::parallel;
@@ -42,12 +47,10 @@ pub enum Keep {
 pub struct Reading {
     keep: Keep,
     two_threads: bool,
-    /// What is read and not yet classified (all of it, until it is stored).
+    /// What is read and held: all of a small output, the start of a large one.
     pending: Vec<u8>,
-    stored: Parts,
-    file: Option<Spill>,
-    /// How much is held before the next cut is tried.
-    next_cut: usize,
+    /// A large output's file and the thread that classifies it.
+    large: Option<(Spill, Classifier)>,
 }
 
 /// The file a large output is written to, and what it holds so far.
@@ -86,26 +89,136 @@ impl Spill {
     }
 }
 
-/// The documents of the parts stored so far, and where the next part starts: bytes and lines.
+/// How far a large output's file is written, shared by the thread that writes it and the one
+/// that classifies it.
 #[derive(Default)]
-struct Parts {
-    docs: Vec<Doc>,
-    offset: usize,
-    lines: u32,
+struct Progress {
+    state: Mutex<Written>,
+    changed: Condvar,
 }
 
-impl Parts {
-    /// Classifies `text`, the next part (whole documents), and writes it to `spill`.
-    fn store(&mut self, text: &str, spill: &mut Spill, two_threads: bool) -> Result<(), String> {
+#[derive(Clone, Copy, Default)]
+struct Written {
+    len: usize,
+    /// Helm's stdout has ended: `len` is all of it.
+    ended: bool,
+    /// The classifying is no longer wanted (the run failed).
+    dropped: bool,
+    /// The classifying failed: the run is to stop.
+    failed: bool,
+}
+
+impl Progress {
+    /// Changes the state and wakes the waiting thread; returns the new state.
+    fn update(&self, change: impl FnOnce(&mut Written)) -> Written {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        change(&mut state);
+        self.changed.notify_all();
+        *state
+    }
+
+    /// Waits until at least `len` bytes are written, or the output ended or is dropped.
+    fn wait_for(&self, len: usize) -> Written {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = self
+            .changed
+            .wait_while(state, |w| w.len < len && !w.ended && !w.dropped)
+            .unwrap_or_else(PoisonError::into_inner);
+        *state
+    }
+}
+
+/// The thread that classifies a large output from its file as it is written.
+struct Classifier {
+    progress: Arc<Progress>,
+    thread: Option<JoinHandle<Result<Classified, String>>>,
+}
+
+impl Drop for Classifier {
+    fn drop(&mut self) {
+        self.progress.update(|w| w.dropped = true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What the classifying thread found: the documents, and the digest of the bytes when asked.
+#[derive(Default)]
+struct Classified {
+    docs: Vec<Doc>,
+    /// Where the next part starts: bytes and lines.
+    offset: usize,
+    lines: u32,
+    digest: Option<BodyDigest>,
+}
+
+impl Classified {
+    /// Classifies and hashes `text`, the next part (whole documents).
+    fn add(&mut self, text: &str, two_threads: bool) {
         // A part is about a megabyte: worth a second thread, as a whole output of that size is.
         let workers = parallel::workers_for(text.len(), PART_ON_TWO_THREADS, || two_threads);
         let docs = Output::classify_part(text, self.offset, self.lines, workers, true);
         self.docs.extend(docs);
         self.lines += memchr::memchr_iter(b'\n', text.as_bytes()).count() as u32;
         self.offset += text.len();
-        spill
-            .write(text.as_bytes())
-            .map_err(|e| format!("cannot write Helm's output to a file: {e}"))
+        if let Some(digest) = &mut self.digest {
+            digest.update(text.as_bytes());
+        }
+    }
+}
+
+/// Classifies the output being written to `file`, a part at a time, until it ends.
+fn classify(
+    file: &File,
+    progress: &Progress,
+    hash: bool,
+    two_threads: bool,
+) -> Result<Classified, String> {
+    let mut found = Classified {
+        digest: hash.then(BodyDigest::default),
+        ..Classified::default()
+    };
+    let mut part = Vec::new();
+    // How much past the last part must be written before a cut is tried: any byte once a part
+    // is done, so that what Helm printed is classified while the thread would wait anyway.
+    let mut need = 1;
+    loop {
+        let written = progress.wait_for(found.offset + need);
+        if written.dropped {
+            return Err("stopped".into());
+        }
+        // About a megabyte at a time, more only for a document that big.
+        let end = written.len.min(found.offset + need.max(STORE_FROM));
+        let last = written.ended && end == written.len;
+        part.resize(end - found.offset, 0);
+        file.read_exact_at(&mut part, found.offset as u64)
+            .map_err(|e| format!("cannot read Helm's output back from its file: {e}"))?;
+        // Whole lines, unless this is the end.
+        let complete = if last {
+            part.len()
+        } else {
+            memchr::memrchr(b'\n', &part).map_or(0, |i| i + 1)
+        };
+        let text = utf8(&part[..complete])?;
+        let cut = if last {
+            Some(text.len())
+        } else {
+            yaml::cut(text)
+        };
+        match cut {
+            Some(cut) if cut > 0 || last => {
+                found.add(&text[..cut], two_threads);
+                need = 1;
+            }
+            // Without a cut (the last document so far, one of megabytes, or no document
+            // markers at all), the next try waits until twice as much is written: looking
+            // again at every piece would cost the square of the output.
+            _ => need = 2 * part.len().max(1),
+        }
+        if last {
+            return Ok(found);
+        }
     }
 }
 
@@ -122,70 +235,36 @@ impl Reading {
             keep,
             two_threads,
             pending: Vec::new(),
-            stored: Parts::default(),
-            file: None,
-            next_cut: STORE_FROM,
+            large: None,
         }
-    }
-
-    /// Takes the next bytes Helm printed.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
-        self.pending.extend_from_slice(bytes);
-        if self.pending.len() < self.next_cut || matches!(self.keep, Keep::Memory) {
-            return Ok(());
-        }
-        let mut spill = match self.file.take() {
-            Some(spill) => spill,
-            None => match self.open() {
-                Ok(spill) => spill,
-                Err(e) => {
-                    // The same output, held in memory instead.
-                    debug!("cannot keep a large output in a file ({e}); holding it in memory");
-                    self.keep = Keep::Memory;
-                    return Ok(());
-                }
-            },
-        };
-        let complete = memchr::memrchr(b'\n', &self.pending).map_or(0, |i| i + 1);
-        let text = utf8(&self.pending[..complete])?;
-        let cut = yaml::cut(text);
-        // Without a cut (one document of megabytes, or no document markers at all), the next
-        // try waits until twice as much is held: looking again at every read would cost the
-        // square of the output.
-        self.next_cut = match cut {
-            Some(_) => STORE_FROM,
-            None => self.pending.len() * 2,
-        };
-        let stored = cut.map_or(Ok(()), |cut| {
-            self.stored
-                .store(&text[..cut], &mut spill, self.two_threads)
-        });
-        if let Some(cut) = cut {
-            self.pending.drain(..cut);
-        }
-        self.file = Some(spill);
-        stored
     }
 
     /// The output, once Helm has ended well.
     pub fn finish(mut self) -> Result<Read, Failure> {
-        let Some(mut spill) = self.file.take() else {
-            let raw = String::from_utf8(self.pending)
+        let Some((mut spill, mut classifier)) = self.large.take() else {
+            let raw = String::from_utf8(std::mem::take(&mut self.pending))
                 .map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
             return Ok(Read {
                 output: Output::classify(raw, self.two_threads),
                 entry: None,
             });
         };
-        let text = utf8(&self.pending).map_err(Failure::Failed)?;
-        self.stored
-            .store(text, &mut spill, self.two_threads)
+        classifier.progress.update(|w| w.ended = true);
+        let thread = classifier.thread.take();
+        let found = thread
+            .map_or(Err("the output was not classified".into()), |t| {
+                t.join()
+                    .unwrap_or_else(|_| Err("the classifying thread panicked".into()))
+            })
             .map_err(Failure::Failed)?;
+        if let (Some(entry), Some(digest)) = (&mut spill.entry, found.digest) {
+            entry.digest = digest;
+        }
         let stored = Stored {
             bytes: spill.file.clone(),
             len: spill.len,
         };
-        let output = Output::stored(self.stored.docs, stored).ok_or_else(|| {
+        let output = Output::stored(found.docs, stored).ok_or_else(|| {
             Failure::Failed("internal error: a document past the end of the output".into())
         })?;
         // A file of its own stays open as long as the output does.
@@ -193,7 +272,8 @@ impl Reading {
         Ok(Read { output, entry })
     }
 
-    fn open(&self) -> io::Result<Spill> {
+    /// Moves what is held into a file, and starts classifying it there.
+    fn store(&mut self) -> io::Result<()> {
         let (file, entry) = match &self.keep {
             Keep::Entry(dir) => {
                 let tmp = temp_path(dir);
@@ -203,11 +283,76 @@ impl Reading {
             }
             _ => (scratch_file()?, None),
         };
-        Ok(Spill {
+        let mut spill = Spill {
             file: Arc::new(file),
             entry,
             len: 0,
-        })
+        };
+        // Hashed by the classifying thread, with the rest.
+        (&*spill.file).write_all(&self.pending)?;
+        spill.len = self.pending.len();
+        let progress = Arc::new(Progress::default());
+        progress.update(|w| w.len = spill.len);
+        let thread = {
+            let (file, progress) = (spill.file.clone(), progress.clone());
+            let (hash, two_threads) = (spill.entry.is_some(), self.two_threads);
+            let classified = move || {
+                let found = classify(&file, &progress, hash, two_threads);
+                if found.is_err() {
+                    progress.update(|w| w.failed = true);
+                }
+                found
+            };
+            std::thread::Builder::new().spawn(classified)?
+        };
+        self.pending = Vec::new();
+        let classifier = Classifier {
+            progress,
+            thread: Some(thread),
+        };
+        self.large = Some((spill, classifier));
+        Ok(())
+    }
+}
+
+impl Sink for Reading {
+    fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if let Some((spill, _)) = &mut self.large {
+            (&*spill.file)
+                .write_all(bytes)
+                .map_err(|e| format!("cannot write Helm's output to a file: {e}"))?;
+            return self.moved(bytes.len());
+        }
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() >= STORE_FROM && !matches!(self.keep, Keep::Memory) {
+            if let Err(e) = self.store() {
+                // The same output, held in memory instead.
+                debug!("cannot keep a large output in a file ({e}); holding it in memory");
+                self.keep = Keep::Memory;
+            }
+        }
+        Ok(())
+    }
+
+    fn file(&self) -> Option<&File> {
+        self.large.as_ref().map(|(spill, _)| &*spill.file)
+    }
+
+    fn moved(&mut self, n: usize) -> Result<(), String> {
+        let Some((spill, classifier)) = &mut self.large else {
+            return Ok(());
+        };
+        spill.len += n;
+        let len = spill.len;
+        if !classifier.progress.update(|w| w.len = len).failed {
+            return Ok(());
+        }
+        // The thread's own message, which ends the run.
+        let thread = classifier.thread.take();
+        Err(thread
+            .and_then(|t| t.join().ok())
+            .and_then(Result::err)
+            .unwrap_or_else(|| "the output could not be classified".into()))
     }
 }
 
@@ -260,22 +405,13 @@ fn new_file(path: &Path) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process;
     use nyl_core::expansion::manifest::Raw;
-    use std::os::unix::fs::FileExt;
+    use std::process::Command;
+    use std::sync::atomic::AtomicU64;
+    use std::time::Duration;
 
-    /// Reads `raw` as Helm would print it, `piece` bytes at a time, into a file of its own.
-    fn read(raw: &str, piece: usize) -> Output {
-        let mut reading = Reading::new(Keep::Scratch, true);
-        for chunk in raw.as_bytes().chunks(piece) {
-            reading.push(chunk).unwrap();
-        }
-        let read = reading.finish().ok().unwrap();
-        assert!(read.entry.is_none(), "a file of its own is no entry");
-        read.output
-    }
-
-    #[test]
-    fn a_large_output_read_a_piece_at_a_time_is_the_output_read_whole() {
+    fn outputs() -> [String; 3] {
         let many =
             "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: |+\n    v\n\n"
                 .repeat(STORE_FROM / 40);
@@ -284,30 +420,92 @@ mod tests {
             "---\nkind: Big\ndata:\n{}",
             "  k: v\n".repeat(3 * STORE_FROM / 7)
         );
-        for raw in [many, giant, "kind: Small\n".to_string()] {
-            let whole = Output::classify(raw.clone(), false);
+        [many, giant, "kind: Small\n".to_string()]
+    }
+
+    /// `output` holds `raw`, in the same documents as `raw` read whole.
+    fn assert_same(output: &Output, raw: &str) {
+        let held = match &output.raw {
+            Raw::Stored(stored) => {
+                let file = stored.bytes.downcast_ref::<File>().unwrap();
+                let mut held = vec![0; stored.len];
+                file.read_exact_at(&mut held, 0).unwrap();
+                String::from_utf8(held).unwrap()
+            }
+            Raw::Text(text) => {
+                assert!(raw.len() < STORE_FROM, "a large output held in memory");
+                text.to_string()
+            }
+        };
+        assert_eq!(held, raw);
+        let whole = Output::classify(raw.to_string(), false);
+        assert_eq!(output.docs.len(), whole.docs.len());
+        for (a, b) in output.docs.iter().zip(&whole.docs) {
+            assert_eq!((a.start, a.end, a.line), (b.start, b.end, b.line));
+            assert_eq!((&a.text, &a.head), (&b.text, &b.head));
+        }
+    }
+
+    #[test]
+    fn a_large_output_read_a_piece_at_a_time_is_the_output_read_whole() {
+        for raw in outputs() {
             for piece in [4096, 300_000] {
-                let output = read(&raw, piece);
-                let held = match &output.raw {
-                    Raw::Stored(stored) => {
-                        let file = stored.bytes.downcast_ref::<File>().unwrap();
-                        let mut held = vec![0; stored.len];
-                        file.read_exact_at(&mut held, 0).unwrap();
-                        String::from_utf8(held).unwrap()
-                    }
-                    Raw::Text(text) => {
-                        assert!(raw.len() < STORE_FROM, "a large output held in memory");
-                        text.to_string()
-                    }
-                };
-                assert_eq!(held, raw);
-                assert_eq!(output.docs.len(), whole.docs.len());
-                for (a, b) in output.docs.iter().zip(&whole.docs) {
-                    assert_eq!((a.start, a.end, a.line), (b.start, b.end, b.line));
-                    assert_eq!((&a.text, &a.head), (&b.text, &b.head));
+                let mut reading = Reading::new(Keep::Scratch, true);
+                for chunk in raw.as_bytes().chunks(piece) {
+                    reading.push(chunk).unwrap();
                 }
+                let read = reading.finish().ok().unwrap();
+                assert!(read.entry.is_none(), "a file of its own is no entry");
+                assert_same(&read.output, &raw);
             }
         }
+    }
+
+    /// The way Helm's output comes: the rest of a child's stdout moved into the entry's file
+    /// from its pipe, classified and hashed as it arrives.
+    #[test]
+    fn a_large_output_moved_from_a_childs_pipe_is_the_output_read_whole() {
+        let dir = std::env::temp_dir().join(format!("nyl-output-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        for (i, raw) in outputs().iter().enumerate() {
+            let printed = dir.join(format!("printed-{i}"));
+            fs::write(&printed, raw).unwrap();
+            let mut reading = Reading::new(Keep::Entry(dir.clone()), true);
+            let budget = AtomicU64::new(u64::MAX);
+            let mut cat = Command::new("cat");
+            cat.arg(&printed);
+            let done = process::run(
+                &mut cat,
+                Vec::new(),
+                Duration::from_secs(60),
+                &budget,
+                &mut reading,
+            );
+            assert!(done.unwrap().status.success());
+            let read = reading.finish().ok().unwrap();
+            assert_same(&read.output, raw);
+            assert_eq!(
+                u64::MAX - budget.into_inner(),
+                raw.len() as u64,
+                "all taken from the budget"
+            );
+            match read.entry {
+                Some(entry) => {
+                    let mut digest = BodyDigest::default();
+                    digest.update(raw.as_bytes());
+                    let hashed = entry.entry.as_ref().unwrap().digest.finalize();
+                    assert_eq!(hashed, digest.finalize());
+                    assert_eq!(entry.len, raw.len());
+                }
+                None => assert!(raw.len() < STORE_FROM, "a large output with no entry"),
+            }
+        }
+        let left: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 3, "the entries' files go with them: {left:?}");
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -316,7 +514,14 @@ mod tests {
         raw.extend_from_slice(b"---\nkind: \xff\n");
         raw.extend_from_slice("---\nkind: B\n".repeat(STORE_FROM / 10).as_bytes());
         let mut reading = Reading::new(Keep::Scratch, false);
-        let refused = raw.chunks(65536).find_map(|c| reading.push(c).err());
-        assert_eq!(refused.as_deref(), Some(NOT_UTF8));
+        // Found by the classifying thread: the next piece, or the end, says so.
+        let refused = match raw.chunks(65536).find_map(|c| reading.push(c).err()) {
+            Some(refused) => refused,
+            None => match reading.finish() {
+                Err(Failure::Failed(why)) => why,
+                _ => panic!("output that is not UTF-8 was taken"),
+            },
+        };
+        assert_eq!(refused, NOT_UTF8);
     }
 }
