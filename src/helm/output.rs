@@ -168,18 +168,19 @@ impl Classified {
     }
 }
 
-/// Classifies the output being written to `file`, a part at a time, until it ends.
+/// Classifies the output being written to `file`, a part at a time, until it ends; `part` is
+/// the buffer to read the parts into.
 fn classify(
     file: &File,
     progress: &Progress,
     hash: bool,
     two_threads: bool,
+    mut part: Vec<u8>,
 ) -> Result<Classified, String> {
     let mut found = Classified {
         digest: hash.then(BodyDigest::default),
         ..Classified::default()
     };
-    let mut part = Vec::new();
     // How much past the last part must be written before a cut is tried: any byte once a part
     // is done, so that what Helm printed is classified while the thread would wait anyway.
     let mut need = 1;
@@ -272,8 +273,8 @@ impl Reading {
         Ok(Read { output, entry })
     }
 
-    /// Moves what is held into a file, and starts classifying it there.
-    fn store(&mut self) -> io::Result<()> {
+    /// A file holding what is held.
+    fn store(&self) -> io::Result<Spill> {
         let (file, entry) = match &self.keep {
             Keep::Entry(dir) => {
                 let tmp = temp_path(dir);
@@ -291,13 +292,22 @@ impl Reading {
         // Hashed by the classifying thread, with the rest.
         (&*spill.file).write_all(&self.pending)?;
         spill.len = self.pending.len();
+        Ok(spill)
+    }
+
+    /// Starts classifying the output in `spill`'s file as it grows.
+    fn classify_in_background(&mut self, spill: Spill) -> io::Result<()> {
         let progress = Arc::new(Progress::default());
         progress.update(|w| w.len = spill.len);
+        // What was held is the buffer the parts are read back into: the same megabyte, not a
+        // second one.
+        let mut buffer = std::mem::take(&mut self.pending);
+        buffer.clear();
         let thread = {
             let (file, progress) = (spill.file.clone(), progress.clone());
             let (hash, two_threads) = (spill.entry.is_some(), self.two_threads);
             let classified = move || {
-                let found = classify(&file, &progress, hash, two_threads);
+                let found = classify(&file, &progress, hash, two_threads, buffer);
                 if found.is_err() {
                     progress.update(|w| w.failed = true);
                 }
@@ -305,7 +315,6 @@ impl Reading {
             };
             std::thread::Builder::new().spawn(classified)?
         };
-        self.pending = Vec::new();
         let classifier = Classifier {
             progress,
             thread: Some(thread),
@@ -325,10 +334,15 @@ impl Sink for Reading {
         }
         self.pending.extend_from_slice(bytes);
         if self.pending.len() >= STORE_FROM && !matches!(self.keep, Keep::Memory) {
-            if let Err(e) = self.store() {
-                // The same output, held in memory instead.
-                debug!("cannot keep a large output in a file ({e}); holding it in memory");
-                self.keep = Keep::Memory;
+            match self.store() {
+                Ok(spill) => self
+                    .classify_in_background(spill)
+                    .map_err(|e| format!("cannot start a thread to classify Helm's output: {e}"))?,
+                Err(e) => {
+                    // The same output, held in memory instead.
+                    debug!("cannot keep a large output in a file ({e}); holding it in memory");
+                    self.keep = Keep::Memory;
+                }
             }
         }
         Ok(())
