@@ -187,15 +187,17 @@ fn read_budgeted(
     // to what is read (a small release's output is a few kilobytes), never zeroed first.
     let mut chunk = Vec::new();
     loop {
-        let mut piece = (&mut out).take(STDOUT_CHUNK as u64);
-        // Both retry interrupted reads themselves and return at the chunk's size or the end.
         let n = match sink.file() {
-            // std moves a pipe's bytes into a file with `splice` where the file system allows,
-            // else through a buffer of its own.
-            Some(mut file) => io::copy(&mut piece, &mut file).map_err(Stopped::Io)? as usize,
+            Some(file) => move_into(&mut out, file, &mut chunk).map_err(|e| {
+                Stopped::Refused(format!("cannot move Helm's output into a file: {e}"))
+            })?,
             None => {
                 chunk.clear();
-                piece.read_to_end(&mut chunk).map_err(Stopped::Io)?
+                // Retries interrupted reads itself; returns at the chunk's size or the end.
+                (&mut out)
+                    .take(STDOUT_CHUNK as u64)
+                    .read_to_end(&mut chunk)
+                    .map_err(Stopped::Io)?
             }
         };
         if n == 0 {
@@ -212,6 +214,42 @@ fn read_budgeted(
             sink.push(&chunk)
         }
         .map_err(Stopped::Refused)?;
+    }
+}
+
+/// Moves what the pipe holds, up to [`STDOUT_CHUNK`] bytes, into `file` at its position:
+/// `splice`, so that the kernel copies it and nothing passes through nyl's memory, or through
+/// `buf` where the file cannot take a splice (a file system without it, a file opened to
+/// append). Returns how much was moved, 0 at the end.
+fn move_into(pipe: &mut ChildStdout, file: &File, buf: &mut Vec<u8>) -> io::Result<usize> {
+    loop {
+        // SAFETY: splice between two descriptors this process has open, each at its own
+        // position (no offsets given); it touches no memory of nyl's.
+        let n = unsafe {
+            libc::splice(
+                pipe.as_raw_fd(),
+                std::ptr::null_mut(),
+                file.as_raw_fd(),
+                std::ptr::null_mut(),
+                STDOUT_CHUNK,
+                0,
+            )
+        };
+        if let Ok(n) = usize::try_from(n) {
+            return Ok(n);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => {}
+            // Nothing was moved: the same bytes, by a read and a write.
+            Some(libc::EINVAL | libc::ENOSYS | libc::EPERM) => {
+                buf.clear();
+                let n = pipe.take(STDOUT_CHUNK as u64).read_to_end(buf)?;
+                (&*file).write_all(buf)?;
+                return Ok(n);
+            }
+            _ => return Err(e),
+        }
     }
 }
 
@@ -396,6 +434,59 @@ mod tests {
         let mut cmd = Command::new("/bin/sh");
         cmd.args(["-c", script]);
         cmd
+    }
+
+    /// A sink that wants all of stdout in its file.
+    struct IntoFile {
+        file: File,
+        moved: usize,
+    }
+
+    impl Sink for IntoFile {
+        fn push(&mut self, _: &[u8]) -> Result<(), String> {
+            Err("a piece was read, not moved".into())
+        }
+        fn file(&self) -> Option<&File> {
+            Some(&self.file)
+        }
+        fn moved(&mut self, n: usize) -> Result<(), String> {
+            self.moved += n;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn stdout_is_moved_into_a_file_by_splice_or_else_through_a_buffer() {
+        let path = std::env::temp_dir().join(format!("nyl-moved-{}", std::process::id()));
+        let printed = "0123456789abcdef\n".repeat(200_000);
+        // A file opened to append takes no splice (EINVAL): the bytes go through a buffer.
+        for append in [false, true] {
+            let _ = std::fs::remove_file(&path);
+            let file = File::options()
+                .create_new(true)
+                .write(true)
+                .append(append)
+                .open(&path)
+                .unwrap();
+            let mut sink = IntoFile { file, moved: 0 };
+            let budget = AtomicU64::new(u64::MAX);
+            let done = run(
+                &mut sh("yes 0123456789abcdef | head -n 200000"),
+                Vec::new(),
+                Duration::from_secs(30),
+                &budget,
+                &mut sink,
+            )
+            .unwrap();
+            assert!(done.status.success());
+            assert_eq!(sink.moved, printed.len(), "append: {append}");
+            assert_eq!(u64::MAX - budget.into_inner(), printed.len() as u64);
+            assert!(
+                std::fs::read_to_string(&path).unwrap() == printed,
+                "append: {append}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
