@@ -187,18 +187,17 @@ fn read_budgeted(
     // to what is read (a small release's output is a few kilobytes), never zeroed first.
     let mut chunk = Vec::new();
     loop {
-        let n = match sink.file() {
-            Some(file) => move_into(&mut out, file, &mut chunk).map_err(|e| {
-                Stopped::Refused(format!("cannot move Helm's output into a file: {e}"))
-            })?,
-            None => {
-                chunk.clear();
-                // Retries interrupted reads itself; returns at the chunk's size or the end.
-                (&mut out)
-                    .take(STDOUT_CHUNK as u64)
-                    .read_to_end(&mut chunk)
-                    .map_err(Stopped::Io)?
+        let (n, moved) = match sink.file() {
+            Some(file) => {
+                let n = move_into(&mut out, file, &mut chunk).map_err(|e| {
+                    Stopped::Refused(format!("cannot move Helm's output into a file: {e}"))
+                })?;
+                (n, true)
             }
+            None => (
+                read_chunk(&mut out, &mut chunk).map_err(Stopped::Io)?,
+                false,
+            ),
         };
         if n == 0 {
             return Ok(());
@@ -208,13 +207,20 @@ fn read_budgeted(
                 left.checked_sub(n as u64)
             })
             .map_err(|_| Stopped::OutputTooLarge)?;
-        if sink.file().is_some() {
+        if moved {
             sink.moved(n)
         } else {
             sink.push(&chunk)
         }
         .map_err(Stopped::Refused)?;
     }
+}
+
+/// Reads the next [`STDOUT_CHUNK`] bytes of the pipe into `buf` (fewer at the end), retrying
+/// interrupted reads; returns how many.
+fn read_chunk(pipe: &mut ChildStdout, buf: &mut Vec<u8>) -> io::Result<usize> {
+    buf.clear();
+    pipe.take(STDOUT_CHUNK as u64).read_to_end(buf)
 }
 
 /// Moves what the pipe holds, up to [`STDOUT_CHUNK`] bytes, into `file` at its position:
@@ -243,8 +249,7 @@ fn move_into(pipe: &mut ChildStdout, file: &File, buf: &mut Vec<u8>) -> io::Resu
             Some(libc::EINTR) => {}
             // Nothing was moved: the same bytes, by a read and a write.
             Some(libc::EINVAL | libc::ENOSYS | libc::EPERM) => {
-                buf.clear();
-                let n = pipe.take(STDOUT_CHUNK as u64).read_to_end(buf)?;
+                let n = read_chunk(pipe, buf)?;
                 (&*file).write_all(buf)?;
                 return Ok(n);
             }
