@@ -50,6 +50,10 @@ pub fn external_references(schema: &serde_json::Value) -> Vec<(String, String)> 
             let refused = match key.as_str() {
                 _ if !value.is_object() => None,
                 "$vocabulary" => Some(child.to_string()),
+                // The root's identity only names the document: every reference must still be a
+                // fragment of it, so nothing is loaded (Helm renders such a chart without a
+                // request: traefik's names itself https://traefik.io/...).
+                "$id" | "id" if at.is_empty() => None,
                 "$schema" => named.filter(|s| !is_metaschema(s)),
                 "id" if !data => named.filter(|s| !s.starts_with('#')),
                 k if REFERENCE_KEYWORDS.contains(&k) => named.filter(|s| !s.starts_with('#')),
@@ -267,6 +271,7 @@ mod tests {
     fn fragments_and_standard_drafts_are_local() {
         let schema = json!({
             "$schema": "http://json-schema.org/draft-07/schema#",
+            "$id": "https://charts.example.com/app.schema.json",
             "definitions": {"a": {"type": "string"}},
             "properties": {
                 "a": {"$ref": "#/definitions/a"},
@@ -283,8 +288,9 @@ mod tests {
         let schema = json!({
             "$schema": "https://example.com/meta",
             "$vocabulary": {"https://example.com/v": true},
-            "id": "http://example.com/s",
             "properties": {
+                // Below the root, an identity is a resource of its own to resolve against.
+                "s": {"id": "http://example.com/s", "type": "string"},
                 // A property named like a data keyword holds a schema all the same.
                 "default": {"$ref": "file:///etc/passwd"},
                 "b": {"items": [{"$recursiveRef": "other.json"}]},
@@ -297,7 +303,7 @@ mod tests {
             [
                 "/$schema",
                 "/$vocabulary",
-                "/id",
+                "/properties/s/id",
                 "/properties/default/$ref",
                 "/properties/b/items/0/$recursiveRef",
                 "/properties/c/default/$ref",
