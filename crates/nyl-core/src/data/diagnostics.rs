@@ -90,9 +90,10 @@ codes! {
     /// no links, so nothing outside the repository (or the output directory) is reached through one.
     NotRegularFile = "not_regular_file", Error, Input;
     /// A chart's `values.schema.json` (its own, a vendored subchart's, or one inside a packaged
-    /// `charts/*.tgz`) names something outside itself: a `$ref`, `$dynamicRef`, `$recursiveRef`
-    /// or `$id` that is not a same-document fragment (`#/$defs/x`), a `$schema` other than a
-    /// standard draft, or a `$vocabulary`. Helm would load it, a file of the machine or any URL,
+    /// `charts/*.tgz`) names something outside itself: a `$ref`, `$dynamicRef`, `$recursiveRef`,
+    /// or a `$id` below the root, that is not a same-document fragment (`#/$defs/x`; the root's
+    /// own `$id` only names the document), a `$schema` other than a standard draft, or a
+    /// `$vocabulary`. Helm would load it, a file of the machine or any URL,
     /// so the chart is refused before Helm runs. A schema or package nyl cannot read is refused
     /// the same way.
     ExternalSchemaReference = "external_schema_reference", Error, Input;
