@@ -364,7 +364,7 @@ impl Tree<'_> {
             let mut next = Vec::new();
             for (i, output) in pending.iter().copied().zip(outputs) {
                 match output {
-                    Ok(output) => next.extend(self.expand(i, &output)),
+                    Ok(output) => next.extend(self.expand(i, output)),
                     Err(stop) => {
                         let problems = self.stopped(i, stop);
                         self.session.diagnostics.extend(problems);
@@ -485,7 +485,7 @@ impl Tree<'_> {
     /// Turns a job's output into its items: documents the scan was sure of pass as they are,
     /// the others (nyl's own kinds, or what only the full reader can tell) are read. Returns the
     /// new jobs among them.
-    fn expand(&mut self, i: usize, output: &Output) -> Vec<usize> {
+    fn expand(&mut self, i: usize, mut output: Output) -> Vec<usize> {
         let v = &self.jobs[i].release.values;
         let file = self.session.project.catalog.add_file(format!(
             "{} (helm output of {}/{})",
@@ -497,12 +497,13 @@ impl Tree<'_> {
         chain.push(job_key(v));
         let mut entries = Vec::new();
         let mut problems = Vec::new();
-        for doc in &output.docs {
-            match &doc.head {
-                Some(head) if !manifest::needs_reading(Some(head)) => {
+        // The heads are moved into the manifests: a release prints up to thousands.
+        for mut doc in std::mem::take(&mut output.docs) {
+            match doc.head.take() {
+                Some(head) if !manifest::needs_reading(Some(&head)) => {
                     entries.push(Entry::Manifest(Box::new(Manifest::scanned(
-                        output.text(doc),
-                        head.clone(),
+                        output.text(&doc),
+                        head,
                         Loc::new(file, doc.line),
                     ))));
                 }
@@ -512,7 +513,7 @@ impl Tree<'_> {
                         problems.push(refused);
                         break;
                     }
-                    let Some(source) = output.source(doc) else {
+                    let Some(source) = output.source(&doc) else {
                         problems.push(
                             Diagnostic::new(
                                 Code::IoError,

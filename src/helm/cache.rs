@@ -311,8 +311,15 @@ impl Cache {
         if let Some(key) = key {
             debug!(release = t.release, key = %&key[..16], "cache miss");
             if let Some(entry) = entry {
-                let stored = complete(&self.dir, entry, &key, &output.index());
-                self.count_store(stored);
+                // Its body is written: what is left (the index, the trailer, the rename under
+                // the lock) is done beside the expansion, on two cores.
+                let (dir, index) = (self.dir.clone(), output.index());
+                let complete = move || complete(&dir, entry, &key, &index);
+                if self.two_threads() {
+                    self.later(complete);
+                } else {
+                    self.count_store(complete());
+                }
             } else if output.raw.len() >= parallel::WORTH_A_THREAD && self.two_threads() {
                 self.write_later(key, &output);
             } else {
@@ -474,14 +481,23 @@ impl Cache {
             return;
         };
         let (dir, raw, index) = (self.dir.clone(), raw.clone(), output.index());
-        let thread = std::thread::spawn(move || store(&dir, &key, raw.as_bytes(), &index));
-        self.stores
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(thread);
+        self.later(move || store(&dir, &key, raw.as_bytes(), &index));
     }
 
-    /// Waits for the entries being written ([`Cache::write_later`]) and counts them.
+    /// Stores an entry on a thread of its own, waited for by [`Cache::finish`]. A thread that
+    /// cannot start leaves the entry unstored (counted as a failed write), not the render.
+    fn later(&self, store: impl FnOnce() -> io::Result<()> + Send + 'static) {
+        match std::thread::Builder::new().spawn(store) {
+            Ok(thread) => self
+                .stores
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(thread),
+            Err(e) => self.count_store(Err(e)),
+        }
+    }
+
+    /// Waits for the entries being stored ([`Cache::later`]) and counts them.
     fn wait_for_stores(&self) {
         let stores =
             std::mem::take(&mut *self.stores.lock().unwrap_or_else(PoisonError::into_inner));

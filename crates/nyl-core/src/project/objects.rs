@@ -358,7 +358,8 @@ pub fn duplicate_objects<'a>(
 ) -> Vec<Diagnostic> {
     // Keyed by borrowed parts: an app prints thousands of objects, and only a duplicate needs
     // its key owned.
-    let mut seen: std::collections::HashMap<[&str; 4], Loc> = std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<[&str; 4], Loc> =
+        std::collections::HashMap::with_capacity(docs.size_hint().0);
     let mut out = Vec::new();
     for (head, loc) in docs {
         let Some(parts) = key_parts(head) else {
