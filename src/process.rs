@@ -49,6 +49,9 @@ pub trait Sink: Send {
     fn moved(&mut self, _n: usize) -> Result<(), String> {
         Ok(())
     }
+
+    /// Stdout has ended: nothing more comes, whatever the child's exit.
+    fn ended(&mut self) {}
 }
 
 impl<F: FnMut(&[u8]) -> Result<(), String> + Send> Sink for F {
@@ -200,6 +203,7 @@ fn read_budgeted(
             ),
         };
         if n == 0 {
+            sink.ended();
             return Ok(());
         }
         budget
@@ -492,6 +496,53 @@ mod tests {
             );
         }
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A sink that keeps what it is given and, once told that stdout ended, makes `flag`.
+    struct Flagging {
+        out: Vec<u8>,
+        flag: std::path::PathBuf,
+        ended: usize,
+    }
+
+    impl Sink for Flagging {
+        fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
+            self.out.extend_from_slice(bytes);
+            Ok(())
+        }
+        fn ended(&mut self) {
+            self.ended += 1;
+            File::create(&self.flag).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_sink_is_told_when_stdout_ends_before_the_child_exits() {
+        // The child closes stdout and exits only once the sink has been told: were it told at
+        // the exit, the run would time out.
+        let flag = std::env::temp_dir().join(format!("nyl-ended-{}", std::process::id()));
+        let _ = std::fs::remove_file(&flag);
+        let mut sink = Flagging {
+            out: Vec::new(),
+            flag: flag.clone(),
+            ended: 0,
+        };
+        let script = format!(
+            "printf abc; exec >&-; while [ ! -e {} ]; do sleep 0.01; done",
+            flag.display()
+        );
+        let budget = AtomicU64::new(u64::MAX);
+        let done = run(
+            &mut sh(&script),
+            Vec::new(),
+            Duration::from_secs(10),
+            &budget,
+            &mut sink,
+        )
+        .unwrap();
+        assert!(done.status.success());
+        assert_eq!((sink.out.as_slice(), sink.ended), (&b"abc"[..], 1));
+        std::fs::remove_file(&flag).unwrap();
     }
 
     #[test]

@@ -352,6 +352,13 @@ impl Sink for Reading {
         self.large.as_ref().map(|(spill, _)| &*spill.file)
     }
 
+    // The last document is classified as soon as stdout ends: Helm's exit takes a while more.
+    fn ended(&mut self) {
+        if let Some((_, classifier)) = &self.large {
+            classifier.progress.update(|w| w.ended = true);
+        }
+    }
+
     fn moved(&mut self, n: usize) -> Result<(), String> {
         let Some((spill, classifier)) = &mut self.large else {
             return Ok(());
