@@ -14,7 +14,10 @@ const REFERENCE_KEYWORDS: &[&str] = &["$ref", "$dynamicRef", "$recursiveRef", "$
 const DATA_KEYWORDS: &[&str] = &["default", "const", "enum", "examples", "example"];
 
 /// The draft metaschemas Helm's validator has built in, so naming one in `$schema` loads nothing.
+/// The unversioned `json-schema.org/schema` is its latest draft (2020-12): charts of
+/// prometheus-community name it, and Helm renders them without a request.
 const METASCHEMAS: &[&str] = &[
+    "json-schema.org/schema",
     "json-schema.org/draft-04/schema",
     "json-schema.org/draft-06/schema",
     "json-schema.org/draft-07/schema",
@@ -265,6 +268,21 @@ mod tests {
             .into_iter()
             .map(|(at, _)| at)
             .collect()
+    }
+
+    #[test]
+    fn the_unversioned_metaschema_is_a_standard_draft() {
+        for named in [
+            "https://json-schema.org/schema#",
+            "http://json-schema.org/schema",
+        ] {
+            assert_eq!(refused(&json!({"$schema": named})), Vec::<String>::new());
+        }
+        // Only the exact name: a path below it is another document.
+        assert_eq!(
+            refused(&json!({"$schema": "https://json-schema.org/schema/extra"})),
+            ["/$schema"]
+        );
     }
 
     #[test]

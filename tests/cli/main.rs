@@ -318,6 +318,8 @@ cases! {
     render_runtime_values_top_level_only,
     render_schema_external_ref,
     render_schema_violation,
+    render_schema_unversioned_draft,
+    render_schema_unversioned_draft_violation,
     render_seed,
     render_values_errors_stop_helm,
     render_values_reach_helm,

@@ -92,7 +92,8 @@ codes! {
     /// A chart's `values.schema.json` (its own, a vendored subchart's, or one inside a packaged
     /// `charts/*.tgz`) names something outside itself: a `$ref`, `$dynamicRef`, `$recursiveRef`,
     /// or a `$id` below the root, that is not a same-document fragment (`#/$defs/x`; the root's
-    /// own `$id` only names the document), a `$schema` other than a standard draft, or a
+    /// own `$id` only names the document), a `$schema` other than a standard draft (draft-04 to
+    /// 2020-12, or the unversioned `json-schema.org/schema`, which Helm takes as 2020-12), or a
     /// `$vocabulary`. Helm would load it, a file of the machine or any URL,
     /// so the chart is refused before Helm runs. A schema or package nyl cannot read is refused
     /// the same way.
