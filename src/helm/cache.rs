@@ -312,15 +312,10 @@ impl Cache {
             debug!(release = t.release, key = %&key[..16], "cache miss");
             if let Some(entry) = entry {
                 // Its body is written: what is left (the index, the trailer, the rename under
-                // the lock) is done beside the expansion, on two cores.
+                // the lock) is done beside the expansion.
                 let (dir, index) = (self.dir.clone(), output.index());
-                let complete = move || complete(&dir, entry, &key, &index);
-                if self.two_threads() {
-                    self.later(complete);
-                } else {
-                    self.count_store(complete());
-                }
-            } else if output.raw.len() >= parallel::WORTH_A_THREAD && self.two_threads() {
+                self.later(move || complete(&dir, entry, &key, &index));
+            } else if output.raw.len() >= parallel::WORTH_A_THREAD {
                 self.write_later(key, &output);
             } else {
                 self.write(&key, &output);
@@ -484,9 +479,13 @@ impl Cache {
         self.later(move || store(&dir, &key, raw.as_bytes(), &index));
     }
 
-    /// Stores an entry on a thread of its own, waited for by [`Cache::finish`]. A thread that
-    /// cannot start leaves the entry unstored (counted as a failed write), not the render.
+    /// Stores an entry on a thread of its own, waited for by [`Cache::finish`], when the run
+    /// may take a second core; on one, now. A thread that cannot start leaves the entry unstored
+    /// (counted as a failed write), not the render.
     fn later(&self, store: impl FnOnce() -> io::Result<()> + Send + 'static) {
+        if !self.two_threads() {
+            return self.count_store(store());
+        }
         match std::thread::Builder::new().spawn(store) {
             Ok(thread) => self
                 .stores

@@ -250,6 +250,8 @@ impl Reading {
                 entry: None,
             });
         };
+        // The reader said so at the end of stdout (`Sink::ended`); said again here, as the join
+        // below must never wait on a thread that was not told.
         classifier.progress.update(|w| w.ended = true);
         let thread = classifier.thread.take();
         let found = thread
