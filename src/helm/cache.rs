@@ -725,22 +725,26 @@ impl Index {
         self.shards.iter().flatten().sum()
     }
 
+    /// Writes the index over itself, under the lock. Not a new file renamed over it: ext4 then
+    /// writes the new file's blocks out at once (`auto_da_alloc`, for files replaced that way),
+    /// about 0.17 ms here against 0.01 ms, twice in every render that stores an entry. An index
+    /// torn by a crash is only accounting: one that does not parse is counted again
+    /// ([`lost_index`]), and a wrong count is corrected as sweeps count its shards again.
     fn save(&self) -> io::Result<()> {
         let values: Vec<String> = self
             .shards
             .iter()
             .map(|s| s.map_or("-".to_string(), |b| b.to_string()))
             .collect();
-        let tmp = self.path.with_extension("tmp");
         let text = format!("{INDEX_MAGIC} {}\n{}\n", self.cursor, values.join(" "));
-        fs::File::options()
+        let file = fs::File::options()
             .write(true)
             .create(true)
-            .truncate(true)
+            .truncate(false)
             .mode(0o600)
-            .open(&tmp)?
-            .write_all(text.as_bytes())?;
-        fs::rename(&tmp, &self.path)
+            .open(&self.path)?;
+        file.write_all_at(text.as_bytes(), 0)?;
+        file.set_len(text.len() as u64)
     }
 }
 
@@ -1307,6 +1311,37 @@ mod tests {
             .filter(|e| e.path().extension().is_some_and(|x| x == "entry"))
             .map(|e| e.metadata().unwrap().len())
             .collect()
+    }
+
+    #[test]
+    fn the_index_is_written_over_itself_and_one_torn_is_counted_again() {
+        let dir = scratch("index-in-place");
+        let c = cache(&dir, u64::MAX);
+        fill(&c, 3, 1000);
+        let index = dir.join("index");
+        let inode = fs::metadata(&index).unwrap().ino();
+        fill(&c, 3, 2000);
+        assert_eq!(fs::metadata(&index).unwrap().ino(), inode);
+        let counted = Index::lock(&dir).unwrap().counted();
+        assert_eq!(counted, entries(&dir).iter().sum::<u64>());
+        // A save cut short by a crash leaves the end of a longer one behind: not an index, so
+        // every shard is counted again.
+        let mut torn = fs::read_to_string(&index).unwrap();
+        torn.push_str(" 12345");
+        fs::write(&index, torn).unwrap();
+        let shards = fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().is_dir())
+            .count();
+        assert_eq!(Index::lock(&dir).unwrap().unknown(), shards);
+        let c = cache(&dir, u64::MAX);
+        c.writes.store(1, Ordering::Relaxed);
+        for _ in 0..shards {
+            c.evict().unwrap();
+        }
+        let recounted = Index::lock(&dir).unwrap();
+        assert_eq!((recounted.unknown(), recounted.counted()), (0, counted));
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
