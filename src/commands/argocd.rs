@@ -68,13 +68,14 @@ pub(super) fn argocd_generate(engine: &EngineArgs) -> ExitCode {
         stored_output: true,
         ..engine_request(engine, crate::progress::Progress::default())
     };
-    let mut outcome = render::render(&request);
-    outcome.diagnostics = outcome
-        .diagnostics
-        .into_iter()
-        .map(argocd::plugin_wording)
-        .collect();
-    print_outcome(outcome, Format::Yaml)
+    render::render(&request, |mut outcome| {
+        outcome.diagnostics = outcome
+            .diagnostics
+            .into_iter()
+            .map(argocd::plugin_wording)
+            .collect();
+        print_outcome(outcome, Format::Yaml)
+    })
 }
 
 /// The project of the plugin's working directory (the app directory), found no higher than the

@@ -71,13 +71,12 @@ pub(super) fn render(args: RenderArgs) -> ExitCode {
             }
             Err(Some(run)) => {
                 let outcome = render::render_in(&run, &request);
-                run.finish();
-                return print_outcome(outcome, args.output);
+                return run.finish_beside(|| print_outcome(outcome, args.output));
             }
             Err(None) => {}
         }
     }
-    print_outcome(render::render(&request), args.output)
+    render::render(&request, |outcome| print_outcome(outcome, args.output))
 }
 
 pub(super) fn print_outcome(mut outcome: render::Outcome, format: Format) -> ExitCode {

@@ -153,24 +153,45 @@ impl Run {
             cache.finish();
         }
     }
+
+    /// Ends the run on a thread of its own while `deliver` (printing the output) runs: the
+    /// entries still being stored and the cache's sweep are no part of the output, and a run
+    /// that passes on megabytes need not wait for them before it starts printing. Returns when
+    /// both are done.
+    pub fn finish_beside<R>(&self, deliver: impl FnOnce() -> R) -> R {
+        std::thread::scope(|scope| {
+            let finishing = std::thread::Builder::new()
+                .spawn_scoped(scope, || self.finish())
+                .ok();
+            let delivered = deliver();
+            match finishing {
+                Some(thread) => {
+                    let _ = thread.join();
+                }
+                // No thread to spare: after the output, then.
+                None => self.finish(),
+            }
+            delivered
+        })
+    }
 }
 
-/// Renders the request as a run of its own.
-pub fn render(req: &Request) -> Outcome {
+/// Renders the request as a run of its own and passes its outcome to `deliver` (which prints
+/// it) while the run ends beside it ([`Run::finish_beside`]).
+pub fn render<R>(req: &Request, deliver: impl FnOnce(Outcome) -> R) -> R {
     // Its one target, when it names one, is all that its sessions select.
     let run = match Run::of_request(req, req.inputs.target.as_deref()) {
         Ok(run) => run,
         Err((catalog, diagnostics)) => {
-            return Outcome {
+            return deliver(Outcome {
                 catalog,
                 diagnostics,
                 ..Outcome::default()
-            }
+            })
         }
     };
     let outcome = render_in(&run, req);
-    run.finish();
-    outcome
+    run.finish_beside(|| deliver(outcome))
 }
 
 /// Renders the request's apps within the run, on a copy of its loaded project.
@@ -188,6 +209,9 @@ pub fn render_in(run: &Run, req: &Request) -> Outcome {
         };
         let top = tree.nodes(entries, &[], None);
         if tree.run(req) {
+            // Room for all at once: a release prints up to thousands, and each manifest moved
+            // again as the list doubles is memory touched anew.
+            manifests.reserve_exact(tree.count(&top));
             tree.flatten(top, &mut manifests);
             let kinds = &tree.session.project.config.cluster_scoped_kinds;
             manifest::place_namespaces(&mut manifests, kinds);
@@ -545,6 +569,17 @@ impl Tree<'_> {
         let nodes = self.nodes(entries, &chain, Some(&namespace));
         self.jobs[i].output = nodes;
         (first_new..self.jobs.len()).collect()
+    }
+
+    /// How many manifests [`Tree::flatten`] moves out of `items`.
+    fn count(&self, items: &[Item]) -> usize {
+        items
+            .iter()
+            .map(|item| match item {
+                Item::Manifest(_) => 1,
+                Item::Release(i) => self.count(&self.jobs[*i].output),
+            })
+            .sum()
     }
 
     /// Moves the manifests out in input order (a copy would double the render's memory).
