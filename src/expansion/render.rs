@@ -157,8 +157,14 @@ impl Run {
     /// Ends the run on a thread of its own while `deliver` (printing the output) runs: the
     /// entries still being stored and the cache's sweep are no part of the output, and a run
     /// that passes on megabytes need not wait for them before it starts printing. Returns when
-    /// both are done.
+    /// both are done. A run that stored nothing (a warm one) has nothing to wait for, and no
+    /// thread is started for it.
     pub fn finish_beside<R>(&self, deliver: impl FnOnce() -> R) -> R {
+        if !self.cache.get().is_some_and(Cache::stored_any) {
+            let delivered = deliver();
+            self.finish();
+            return delivered;
+        }
         std::thread::scope(|scope| {
             let finishing = std::thread::Builder::new()
                 .spawn_scoped(scope, || self.finish())

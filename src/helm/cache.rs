@@ -324,6 +324,17 @@ impl Cache {
         Ok(output)
     }
 
+    /// Whether the run stored an entry or is storing one: what [`Cache::finish`] waits for and
+    /// sweeps after.
+    pub fn stored_any(&self) -> bool {
+        self.writes.load(Ordering::Relaxed) > 0
+            || !self
+                .stores
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_empty()
+    }
+
     /// Ends the run: bounds the directory (once, not per write) and logs the one-line summary.
     pub fn finish(&self) {
         self.wait_for_stores();
