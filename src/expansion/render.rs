@@ -160,21 +160,23 @@ impl Run {
     /// both are done. A run that stored nothing (a warm one) has nothing to wait for, and no
     /// thread is started for it.
     pub fn finish_beside<R>(&self, deliver: impl FnOnce() -> R) -> R {
-        if !self.cache.get().is_some_and(Cache::stored_any) {
-            let delivered = deliver();
-            self.finish();
-            return delivered;
-        }
+        let worth_a_thread = self.cache.get().is_some_and(Cache::stored_any);
         std::thread::scope(|scope| {
-            let finishing = std::thread::Builder::new()
-                .spawn_scoped(scope, || self.finish())
-                .ok();
+            let finishing = worth_a_thread
+                .then(|| {
+                    std::thread::Builder::new()
+                        .spawn_scoped(scope, || self.finish())
+                        .ok()
+                })
+                .flatten();
             let delivered = deliver();
             match finishing {
+                // A cache that failed to end (its panic is on stderr) changes nothing of the
+                // output already delivered, nor the exit code that goes with it.
                 Some(thread) => {
                     let _ = thread.join();
                 }
-                // No thread to spare: after the output, then.
+                // Nothing to wait for, or no thread to spare: after the output, then.
                 None => self.finish(),
             }
             delivered
