@@ -312,9 +312,13 @@ impl Cache {
             debug!(release = t.release, key = %&key[..16], "cache miss");
             if let Some(entry) = entry {
                 // Its body is written: what is left (the index, the trailer, the rename under
-                // the lock) is done beside the expansion.
+                // the lock) is done beside the expansion, or at once for a small one.
                 let (dir, index) = (self.dir.clone(), output.index());
-                self.later(move || complete(&dir, entry, &key, &index));
+                if output.raw.len() >= parallel::WORTH_A_THREAD {
+                    self.later(move || complete(&dir, entry, &key, &index));
+                } else {
+                    self.count_store(complete(&dir, entry, &key, &index));
+                }
             } else if output.raw.len() >= parallel::WORTH_A_THREAD {
                 self.write_later(key, &output);
             } else {

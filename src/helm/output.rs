@@ -1,11 +1,13 @@
-//! A release's output as Helm prints it: kept in memory while it is small; from
-//! [`STORE_FROM`] bytes on, when the run passes its output on to stdout as it is, moved into a
-//! file (the cache entry being written, or a file of its own) by the kernel as Helm prints it,
-//! while a thread of its own reads it back from that file a part at a time, split at the cuts
-//! [`yaml::cut`] allows, and classifies and hashes each part. So Helm's single large `write`
-//! ends as soon as the pipe is drained, and the classifying overlaps Helm's exit (some
-//! milliseconds for a Go process of that size) instead of holding Helm back; and nyl holds about a
-//! megabyte of the output at a time instead of all of it. Both ways give the same documents.
+//! A release's output as Helm prints it. When the run passes its output on to stdout as it is
+//! (`render`, `argocd generate`), it goes into a file (the cache entry being written, or a file of
+//! its own), made on a thread of its own while Helm starts and filled by the kernel from Helm's
+//! pipe (`splice`) as Helm prints; from [`STORE_FROM`] bytes on, a thread of its own reads it back
+//! from that file a part at a time, split at the cuts [`yaml::cut`] allows, and classifies and
+//! hashes each part. So Helm's single large `write` ends as soon as the pipe is drained, the
+//! classifying overlaps Helm's exit (some milliseconds for a Go process of that size) instead of
+//! holding Helm back, and nyl holds about a megabyte of the output at a time instead of all of
+//! it; a smaller output is read back whole once Helm has ended. Other runs read the pipe into
+//! memory. All ways give the same documents.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -39,21 +41,36 @@ pub enum Keep {
     Memory,
     /// A file of its own, gone when the output is (`--no-cache`, or a render not stored).
     Scratch,
-    /// A new cache entry in this directory, its body written as it is read.
+    /// A new cache entry in this directory, its body written as it is read (whatever its size:
+    /// the entry is then completed in place).
     Entry(PathBuf),
 }
 
 /// An output being read.
 pub struct Reading {
-    keep: Keep,
     two_threads: bool,
-    /// What is read and held: all of a small output, the start of a large one.
+    /// What is read and held: all of an output kept in memory, else what came before its file
+    /// was ready.
     pending: Vec<u8>,
-    /// A large output's file and the thread that classifies it.
-    large: Option<(Spill, Classifier)>,
+    /// The file being made on a thread of its own while Helm starts: making a file can take
+    /// half a millisecond on a busy ext4 (finding an inode), which Helm's write would wait for.
+    making: Option<JoinHandle<io::Result<Spill>>>,
+    /// The file the output is written to, once made.
+    spill: Option<Spill>,
+    /// The thread that classifies a large output from its file as it is written.
+    classifier: Option<Classifier>,
 }
 
-/// The file a large output is written to, and what it holds so far.
+impl Drop for Reading {
+    /// A file still being made is removed with the reading, not after it.
+    fn drop(&mut self) {
+        if let Some(making) = self.making.take() {
+            let _ = making.join();
+        }
+    }
+}
+
+/// The file an output is written to, and what it holds so far.
 pub struct Spill {
     pub file: Arc<File>,
     /// What a cache entry being written has beside its bytes; a file of its own has nothing.
@@ -79,11 +96,36 @@ impl Drop for Spill {
 }
 
 impl Spill {
+    /// A new file for an output kept as `keep` says: a new cache entry's, or a file of its own.
+    fn create(keep: &Keep) -> io::Result<Spill> {
+        let (file, entry) = match keep {
+            Keep::Entry(dir) => {
+                let tmp = temp_path(dir);
+                let file = new_file(&tmp)?;
+                let digest = BodyDigest::default();
+                (file, Some(Unplaced { tmp, digest }))
+            }
+            _ => (scratch_file()?, None),
+        };
+        Ok(Spill {
+            file: Arc::new(file),
+            entry,
+            len: 0,
+        })
+    }
+
+    /// Appends `bytes`, hashed into an entry's digest.
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
-        (&*self.file).write_all(bytes)?;
+        self.put(bytes)?;
         if let Some(entry) = &mut self.entry {
             entry.digest.update(bytes);
         }
+        Ok(())
+    }
+
+    /// Appends `bytes` of the output, which are hashed with the rest of it.
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        (&*self.file).write_all(bytes)?;
         self.len += bytes.len();
         Ok(())
     }
@@ -231,24 +273,86 @@ pub struct Read {
 }
 
 impl Reading {
+    /// A reading that keeps the output as `keep` says: in a file, made on a thread of its own
+    /// while Helm starts, or in memory.
     pub fn new(keep: Keep, two_threads: bool) -> Reading {
+        let making = match keep {
+            Keep::Memory => None,
+            _ => std::thread::Builder::new()
+                .spawn(move || Spill::create(&keep))
+                .map_err(|e| debug!("cannot start a thread to make a file for helm's output: {e}"))
+                .ok(),
+        };
         Reading {
-            keep,
             two_threads,
             pending: Vec::new(),
-            large: None,
+            making,
+            spill: None,
+            classifier: None,
+        }
+    }
+
+    /// Takes the file once it is made (waiting for it when `wait`), with what is held written
+    /// into it first; an output whose file could not be made stays in memory.
+    fn settle(&mut self, wait: bool) -> io::Result<()> {
+        let Some(making) = self.making.take_if(|m| wait || m.is_finished()) else {
+            return Ok(());
+        };
+        match making.join() {
+            Ok(Ok(mut spill)) => {
+                spill.put(&self.pending)?;
+                self.pending = Vec::new();
+                self.spill = Some(spill);
+            }
+            Ok(Err(e)) => debug!("cannot keep helm's output in a file ({e}); holding it in memory"),
+            Err(_) => debug!("the thread making a file for helm's output panicked"),
+        }
+        Ok(())
+    }
+
+    /// Starts classifying a large output in its file as it grows.
+    fn classify_when_large(&mut self) -> Result<(), String> {
+        let Some(spill) = &self.spill else {
+            return Ok(());
+        };
+        match &mut self.classifier {
+            Some(classifier) => classifier.grew(spill.len),
+            None if spill.len >= STORE_FROM => {
+                let classifier = Classifier::start(spill, self.two_threads)
+                    .map_err(|e| format!("cannot start a thread to classify Helm's output: {e}"))?;
+                self.classifier = Some(classifier);
+                Ok(())
+            }
+            None => Ok(()),
         }
     }
 
     /// The output, once Helm has ended well.
     pub fn finish(mut self) -> Result<Read, Failure> {
-        let Some((mut spill, mut classifier)) = self.large.take() else {
+        let failed = |why: String| Failure::Failed(why);
+        self.settle(true)
+            .map_err(|e| failed(format!("cannot write Helm's output to a file: {e}")))?;
+        let Some(mut spill) = self.spill.take() else {
             let raw = String::from_utf8(std::mem::take(&mut self.pending))
-                .map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
+                .map_err(|_| failed(NOT_UTF8.to_string()))?;
             return Ok(Read {
                 output: Output::classify(raw, self.two_threads),
                 entry: None,
             });
+        };
+        let Some(mut classifier) = self.classifier.take() else {
+            // A small output, read back whole and held in memory; an entry's body is in place.
+            let mut raw = vec![0; spill.len];
+            spill.file.read_exact_at(&mut raw, 0).map_err(|e| {
+                failed(format!("cannot read Helm's output back from its file: {e}"))
+            })?;
+            let raw = String::from_utf8(raw).map_err(|_| failed(NOT_UTF8.to_string()))?;
+            if let Some(entry) = &mut spill.entry {
+                entry.digest.update(raw.as_bytes());
+            }
+            let output = Output::classify(raw, self.two_threads);
+            let entry = spill.entry.is_some().then_some(spill);
+            return Ok(Read { output, entry });
         };
         // The reader said so at the end of stdout (`Sink::ended`); said again here, as the join
         // below must never wait on a thread that was not told.
@@ -259,7 +363,7 @@ impl Reading {
                 t.join()
                     .unwrap_or_else(|_| Err("the classifying thread panicked".into()))
             })
-            .map_err(Failure::Failed)?;
+            .map_err(failed)?;
         if let (Some(entry), Some(digest)) = (&mut spill.entry, found.digest) {
             entry.digest = digest;
         }
@@ -268,48 +372,24 @@ impl Reading {
             len: spill.len,
         };
         let output = Output::stored(found.docs, stored).ok_or_else(|| {
-            Failure::Failed("internal error: a document past the end of the output".into())
+            failed("internal error: a document past the end of the output".into())
         })?;
         // A file of its own stays open as long as the output does.
         let entry = spill.entry.is_some().then_some(spill);
         Ok(Read { output, entry })
     }
+}
 
-    /// A file holding what is held.
-    fn store(&self) -> io::Result<Spill> {
-        let (file, entry) = match &self.keep {
-            Keep::Entry(dir) => {
-                let tmp = temp_path(dir);
-                let file = new_file(&tmp)?;
-                let digest = BodyDigest::default();
-                (file, Some(Unplaced { tmp, digest }))
-            }
-            _ => (scratch_file()?, None),
-        };
-        let mut spill = Spill {
-            file: Arc::new(file),
-            entry,
-            len: 0,
-        };
-        // Hashed by the classifying thread, with the rest.
-        (&*spill.file).write_all(&self.pending)?;
-        spill.len = self.pending.len();
-        Ok(spill)
-    }
-
+impl Classifier {
     /// Starts classifying the output in `spill`'s file as it grows.
-    fn classify_in_background(&mut self, spill: Spill) -> io::Result<()> {
+    fn start(spill: &Spill, two_threads: bool) -> io::Result<Classifier> {
         let progress = Arc::new(Progress::default());
         progress.update(|w| w.len = spill.len);
-        // What was held is the buffer the parts are read back into: the same megabyte, not a
-        // second one.
-        let mut buffer = std::mem::take(&mut self.pending);
-        buffer.clear();
         let thread = {
             let (file, progress) = (spill.file.clone(), progress.clone());
-            let (hash, two_threads) = (spill.entry.is_some(), self.two_threads);
+            let hash = spill.entry.is_some();
             let classified = move || {
-                let found = classify(&file, &progress, hash, two_threads, buffer);
+                let found = classify(&file, &progress, hash, two_threads, Vec::new());
                 if found.is_err() {
                     progress.update(|w| w.failed = true);
                 }
@@ -317,65 +397,56 @@ impl Reading {
             };
             std::thread::Builder::new().spawn(classified)?
         };
-        let classifier = Classifier {
+        Ok(Classifier {
             progress,
             thread: Some(thread),
-        };
-        self.large = Some((spill, classifier));
-        Ok(())
+        })
+    }
+
+    /// The file has grown to `len`; the thread's own message if it failed, which ends the run.
+    fn grew(&mut self, len: usize) -> Result<(), String> {
+        if !self.progress.update(|w| w.len = len).failed {
+            return Ok(());
+        }
+        let thread = self.thread.take();
+        Err(thread
+            .and_then(|t| t.join().ok())
+            .and_then(Result::err)
+            .unwrap_or_else(|| "the output could not be classified".into()))
     }
 }
 
 impl Sink for Reading {
     fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
-        if let Some((spill, _)) = &mut self.large {
-            (&*spill.file)
-                .write_all(bytes)
-                .map_err(|e| format!("cannot write Helm's output to a file: {e}"))?;
-            return self.moved(bytes.len());
+        // Held until the file is made, unless that would hold a megabyte.
+        let wait = self.pending.len() + bytes.len() >= STORE_FROM;
+        self.settle(wait)
+            .map_err(|e| format!("cannot write Helm's output to a file: {e}"))?;
+        match &mut self.spill {
+            Some(spill) => spill
+                .put(bytes)
+                .map_err(|e| format!("cannot write Helm's output to a file: {e}"))?,
+            None => self.pending.extend_from_slice(bytes),
         }
-        self.pending.extend_from_slice(bytes);
-        if self.pending.len() >= STORE_FROM && !matches!(self.keep, Keep::Memory) {
-            match self.store() {
-                Ok(spill) => self
-                    .classify_in_background(spill)
-                    .map_err(|e| format!("cannot start a thread to classify Helm's output: {e}"))?,
-                Err(e) => {
-                    // The same output, held in memory instead.
-                    debug!("cannot keep a large output in a file ({e}); holding it in memory");
-                    self.keep = Keep::Memory;
-                }
-            }
-        }
-        Ok(())
+        self.classify_when_large()
     }
 
     fn file(&self) -> Option<&File> {
-        self.large.as_ref().map(|(spill, _)| &*spill.file)
+        self.spill.as_ref().map(|spill| &*spill.file)
     }
 
     // The last document is classified as soon as stdout ends: Helm's exit takes a while more.
     fn ended(&mut self) {
-        if let Some((_, classifier)) = &self.large {
+        if let Some(classifier) = &self.classifier {
             classifier.progress.update(|w| w.ended = true);
         }
     }
 
     fn moved(&mut self, n: usize) -> Result<(), String> {
-        let Some((spill, classifier)) = &mut self.large else {
-            return Ok(());
-        };
-        spill.len += n;
-        let len = spill.len;
-        if !classifier.progress.update(|w| w.len = len).failed {
-            return Ok(());
+        if let Some(spill) = &mut self.spill {
+            spill.len += n;
         }
-        // The thread's own message, which ends the run.
-        let thread = classifier.thread.take();
-        Err(thread
-            .and_then(|t| t.join().ok())
-            .and_then(Result::err)
-            .unwrap_or_else(|| "the output could not be classified".into()))
+        self.classify_when_large()
     }
 }
 
