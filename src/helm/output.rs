@@ -52,20 +52,28 @@ pub struct Reading {
     /// What is read and held: all of an output kept in memory, else what came before its file
     /// was ready.
     pending: Vec<u8>,
-    /// The file being made on a thread of its own while Helm starts: making a file can take
-    /// half a millisecond on a busy ext4 (finding an inode), which Helm's write would wait for.
-    making: Option<JoinHandle<io::Result<Spill>>>,
+    /// The file to be made, or being made.
+    making: Option<Making>,
     /// The file the output is written to, once made.
     spill: Option<Spill>,
     /// The thread that classifies a large output from its file as it is written.
     classifier: Option<Classifier>,
 }
 
+/// The file an output goes to, before it is made.
+enum Making {
+    /// Made on a thread of its own while Helm starts: making a file can take a millisecond on a
+    /// busy ext4 (finding a free inode), which Helm's write would otherwise wait for.
+    Started(JoinHandle<io::Result<Spill>>),
+    /// Made when a megabyte is held, on the thread that reads (a run with one thread of work).
+    Later(Keep),
+}
+
 impl Drop for Reading {
     /// A file still being made is removed with the reading, not after it.
     fn drop(&mut self) {
-        if let Some(making) = self.making.take() {
-            let _ = making.join();
+        if let Some(Making::Started(thread)) = self.making.take() {
+            let _ = thread.join();
         }
     }
 }
@@ -210,15 +218,15 @@ impl Classified {
     }
 }
 
-/// Classifies the output being written to `file`, a part at a time, until it ends; `part` is
-/// the buffer to read the parts into.
+/// Classifies the output being written to `file`, a part at a time, until it ends.
 fn classify(
     file: &File,
     progress: &Progress,
     hash: bool,
     two_threads: bool,
-    mut part: Vec<u8>,
 ) -> Result<Classified, String> {
+    // The buffer the parts are read into: about a megabyte, reused.
+    let mut part = Vec::new();
     let mut found = Classified {
         digest: hash.then(BodyDigest::default),
         ..Classified::default()
@@ -273,15 +281,20 @@ pub struct Read {
 }
 
 impl Reading {
-    /// A reading that keeps the output as `keep` says: in a file, made on a thread of its own
-    /// while Helm starts, or in memory.
+    /// A reading that keeps the output as `keep` says: in memory, or in a file made on a thread
+    /// of its own while Helm starts (with one thread of work, once a megabyte is held; a
+    /// smaller output then stays in memory).
     pub fn new(keep: Keep, two_threads: bool) -> Reading {
         let making = match keep {
             Keep::Memory => None,
-            _ => std::thread::Builder::new()
-                .spawn(move || Spill::create(&keep))
-                .map_err(|e| debug!("cannot start a thread to make a file for helm's output: {e}"))
-                .ok(),
+            keep if two_threads => {
+                let started = std::thread::Builder::new().spawn({
+                    let keep = keep.clone();
+                    move || Spill::create(&keep)
+                });
+                Some(started.map_or(Making::Later(keep), Making::Started))
+            }
+            keep => Some(Making::Later(keep)),
         };
         Reading {
             two_threads,
@@ -295,17 +308,23 @@ impl Reading {
     /// Takes the file once it is made (waiting for it when `wait`), with what is held written
     /// into it first; an output whose file could not be made stays in memory.
     fn settle(&mut self, wait: bool) -> io::Result<()> {
-        let Some(making) = self.making.take_if(|m| wait || m.is_finished()) else {
-            return Ok(());
+        let made = match self.making.take_if(|m| match m {
+            Making::Started(thread) => wait || thread.is_finished(),
+            Making::Later(_) => wait,
+        }) {
+            None => return Ok(()),
+            Some(Making::Later(keep)) => Spill::create(&keep),
+            Some(Making::Started(thread)) => thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the thread making it panicked"))),
         };
-        match making.join() {
-            Ok(Ok(mut spill)) => {
+        match made {
+            Ok(mut spill) => {
                 spill.put(&self.pending)?;
                 self.pending = Vec::new();
                 self.spill = Some(spill);
             }
-            Ok(Err(e)) => debug!("cannot keep helm's output in a file ({e}); holding it in memory"),
-            Err(_) => debug!("the thread making a file for helm's output panicked"),
+            Err(e) => debug!("cannot keep helm's output in a file ({e}); holding it in memory"),
         }
         Ok(())
     }
@@ -330,6 +349,8 @@ impl Reading {
     /// The output, once Helm has ended well.
     pub fn finish(mut self) -> Result<Read, Failure> {
         let failed = |why: String| Failure::Failed(why);
+        // A file not made yet is not made for a small output.
+        self.making.take_if(|m| matches!(m, Making::Later(_)));
         self.settle(true)
             .map_err(|e| failed(format!("cannot write Helm's output to a file: {e}")))?;
         let Some(mut spill) = self.spill.take() else {
@@ -389,7 +410,7 @@ impl Classifier {
             let (file, progress) = (spill.file.clone(), progress.clone());
             let hash = spill.entry.is_some();
             let classified = move || {
-                let found = classify(&file, &progress, hash, two_threads, Vec::new());
+                let found = classify(&file, &progress, hash, two_threads);
                 if found.is_err() {
                     progress.update(|w| w.failed = true);
                 }
@@ -542,15 +563,19 @@ mod tests {
 
     #[test]
     fn a_large_output_read_a_piece_at_a_time_is_the_output_read_whole() {
-        for raw in outputs() {
-            for piece in [4096, 300_000] {
-                let mut reading = Reading::new(Keep::Scratch, true);
-                for chunk in raw.as_bytes().chunks(piece) {
-                    reading.push(chunk).unwrap();
+        // With two threads the file is made beside the reading (the first pieces may come
+        // before it is); with one, once a megabyte is held.
+        for two_threads in [true, false] {
+            for raw in outputs() {
+                for piece in [4096, 300_000] {
+                    let mut reading = Reading::new(Keep::Scratch, two_threads);
+                    for chunk in raw.as_bytes().chunks(piece) {
+                        reading.push(chunk).unwrap();
+                    }
+                    let read = reading.finish().ok().unwrap();
+                    assert!(read.entry.is_none(), "a file of its own is no entry");
+                    assert_same(&read.output, &raw);
                 }
-                let read = reading.finish().ok().unwrap();
-                assert!(read.entry.is_none(), "a file of its own is no entry");
-                assert_same(&read.output, &raw);
             }
         }
     }
@@ -561,10 +586,14 @@ mod tests {
     fn a_large_output_moved_from_a_childs_pipe_is_the_output_read_whole() {
         let dir = std::env::temp_dir().join(format!("nyl-output-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        for (i, raw) in outputs().iter().enumerate() {
+        for (i, (raw, two_threads)) in outputs()
+            .iter()
+            .flat_map(|raw| [(raw, true), (raw, false)])
+            .enumerate()
+        {
             let printed = dir.join(format!("printed-{i}"));
             fs::write(&printed, raw).unwrap();
-            let mut reading = Reading::new(Keep::Entry(dir.clone()), true);
+            let mut reading = Reading::new(Keep::Entry(dir.clone()), two_threads);
             let budget = AtomicU64::new(u64::MAX);
             let mut cat = Command::new("cat");
             cat.arg(&printed);
@@ -591,14 +620,17 @@ mod tests {
                     assert_eq!(hashed, digest.finalize());
                     assert_eq!(entry.len, raw.len());
                 }
-                None => assert!(raw.len() < STORE_FROM, "a large output with no entry"),
+                None => assert!(
+                    raw.len() < STORE_FROM && !two_threads,
+                    "an output with no entry"
+                ),
             }
         }
         let left: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(left.len(), 3, "the entries' files go with them: {left:?}");
+        assert_eq!(left.len(), 6, "the entries' files go with them: {left:?}");
         fs::remove_dir_all(&dir).unwrap();
     }
 
