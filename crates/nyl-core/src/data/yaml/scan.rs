@@ -168,6 +168,20 @@ fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
         Next::new(b'\t', b'\r', b'\r'),
     ];
     while offset < doc.len() {
+        if let Some(b) = block {
+            // Block scalar content (a ConfigMap's files, a rule's expression): every line
+            // indented deeper than the block's key is passed over at the cost of finding its
+            // end; the first one that is not is read below.
+            while bytes
+                .get(offset..=offset + b)
+                .is_some_and(|s| s.iter().all(|c| *c == b' '))
+            {
+                offset = super::line_end(bytes, offset);
+            }
+            if offset >= doc.len() {
+                break;
+            }
+        }
         let start = offset;
         offset = super::line_end(bytes, start);
         let raw = &doc[start..offset];
@@ -806,6 +820,19 @@ mod tests {
         let text = "kind: ConfigMap\nmetadata:\n  name: x\ndata:\n  run.sh: |\n    echo \"hi\n    \
                     kind: Nope\n  more: [a, \"b, c\"]\n";
         assert_eq!(head(text).kind.as_deref(), Some("ConfigMap"));
+    }
+
+    #[test]
+    fn block_scalar_content_ends_at_the_first_line_no_deeper_than_its_key() {
+        // Content lines (one blank, one that reads like a key) are passed over whole; the line
+        // after them is read, whatever breaks the lines.
+        for newline in ["\n", "\r\n", "\r"] {
+            let text = "kind: ConfigMap\ndata:\n  f: |\n    kind: Nope\n\n    x\n  g: y\nmetadata:\n  name: after\n"
+                .replace('\n', newline);
+            let found = scan(&text).unwrap();
+            assert_eq!(found.kind.as_deref(), Some("ConfigMap"), "{newline:?}");
+            assert_eq!(found.name.as_deref(), Some("after"), "{newline:?}");
+        }
     }
 
     #[test]
