@@ -307,7 +307,7 @@ impl Reading {
 
     /// Takes the file once it is made (waiting for it when `wait`), with what is held written
     /// into it first; an output whose file could not be made stays in memory.
-    fn settle(&mut self, wait: bool) -> io::Result<()> {
+    fn settle(&mut self, wait: bool) -> Result<(), String> {
         let made = match self.making.take_if(|m| match m {
             Making::Started(thread) => wait || thread.is_finished(),
             Making::Later(_) => wait,
@@ -320,7 +320,7 @@ impl Reading {
         };
         match made {
             Ok(mut spill) => {
-                spill.put(&self.pending)?;
+                spill.put(&self.pending).map_err(|e| not_written(&e))?;
                 self.pending = Vec::new();
                 self.spill = Some(spill);
             }
@@ -348,14 +348,12 @@ impl Reading {
 
     /// The output, once Helm has ended well.
     pub fn finish(mut self) -> Result<Read, Failure> {
-        let failed = |why: String| Failure::Failed(why);
         // A file not made yet is not made for a small output.
         self.making.take_if(|m| matches!(m, Making::Later(_)));
-        self.settle(true)
-            .map_err(|e| failed(format!("cannot write Helm's output to a file: {e}")))?;
+        self.settle(true).map_err(Failure::Failed)?;
         let Some(mut spill) = self.spill.take() else {
             let raw = String::from_utf8(std::mem::take(&mut self.pending))
-                .map_err(|_| failed(NOT_UTF8.to_string()))?;
+                .map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
             return Ok(Read {
                 output: Output::classify(raw, self.two_threads),
                 entry: None,
@@ -365,9 +363,9 @@ impl Reading {
             // A small output, read back whole and held in memory; an entry's body is in place.
             let mut raw = vec![0; spill.len];
             spill.file.read_exact_at(&mut raw, 0).map_err(|e| {
-                failed(format!("cannot read Helm's output back from its file: {e}"))
+                Failure::Failed(format!("cannot read Helm's output back from its file: {e}"))
             })?;
-            let raw = String::from_utf8(raw).map_err(|_| failed(NOT_UTF8.to_string()))?;
+            let raw = String::from_utf8(raw).map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
             if let Some(entry) = &mut spill.entry {
                 entry.digest.update(raw.as_bytes());
             }
@@ -384,7 +382,7 @@ impl Reading {
                 t.join()
                     .unwrap_or_else(|_| Err("the classifying thread panicked".into()))
             })
-            .map_err(failed)?;
+            .map_err(Failure::Failed)?;
         if let (Some(entry), Some(digest)) = (&mut spill.entry, found.digest) {
             entry.digest = digest;
         }
@@ -393,7 +391,7 @@ impl Reading {
             len: spill.len,
         };
         let output = Output::stored(found.docs, stored).ok_or_else(|| {
-            failed("internal error: a document past the end of the output".into())
+            Failure::Failed("internal error: a document past the end of the output".into())
         })?;
         // A file of its own stays open as long as the output does.
         let entry = spill.entry.is_some().then_some(spill);
@@ -440,13 +438,9 @@ impl Classifier {
 impl Sink for Reading {
     fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
         // Held until the file is made, unless that would hold a megabyte.
-        let wait = self.pending.len() + bytes.len() >= STORE_FROM;
-        self.settle(wait)
-            .map_err(|e| format!("cannot write Helm's output to a file: {e}"))?;
+        self.settle(self.pending.len() + bytes.len() >= STORE_FROM)?;
         match &mut self.spill {
-            Some(spill) => spill
-                .put(bytes)
-                .map_err(|e| format!("cannot write Helm's output to a file: {e}"))?,
+            Some(spill) => spill.put(bytes).map_err(|e| not_written(&e))?,
             None => self.pending.extend_from_slice(bytes),
         }
         self.classify_when_large()
@@ -484,6 +478,11 @@ pub fn temp_path(dir: &Path) -> PathBuf {
 }
 
 const NOT_UTF8: &str = "helm printed output that is not UTF-8";
+
+/// The message of a failed write of Helm's output into its file, which ends the run.
+fn not_written(e: &io::Error) -> String {
+    format!("cannot write Helm's output to a file: {e}")
+}
 
 fn utf8(bytes: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(bytes).map_err(|_| NOT_UTF8.to_string())
