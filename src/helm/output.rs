@@ -1,9 +1,9 @@
 //! A release's output as Helm prints it. When the run passes its output on to stdout as it is
 //! (`render`, `argocd generate`), it goes into a file (the cache entry being written, or a file of
 //! its own), made on a thread of its own while Helm starts and filled by the kernel from Helm's
-//! pipe (`splice`) as Helm prints; from [`STORE_FROM`] bytes on, a thread of its own reads it back
-//! from that file a part at a time, split at the cuts [`yaml::cut`] allows, and classifies and
-//! hashes each part. So Helm's single large `write` ends as soon as the pipe is drained, the
+//! pipe (`splice`) as Helm prints; from [`STORE_FROM`] bytes on, a thread of its own follows it
+//! in that file a part at a time (mapped, not copied out), split at the cuts [`yaml::cut`]
+//! allows, and classifies and hashes each part. So Helm's single large `write` ends as soon as the pipe is drained, the
 //! classifying overlaps Helm's exit (some milliseconds for a Go process of that size) instead of
 //! holding Helm back, and nyl holds about a megabyte of the output at a time instead of all of
 //! it; a smaller output is read back whole once Helm has ended. Other runs read the pipe into
@@ -11,6 +11,7 @@
 
 use std::fs::{self, File};
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -204,7 +205,8 @@ struct Classified {
 }
 
 impl Classified {
-    /// Classifies and hashes `text`, the next part (whole documents).
+    /// Classifies and hashes `text`, the next part (whole documents), on two threads when
+    /// `two_threads`.
     fn add(&mut self, text: &str, two_threads: bool) {
         // A part is about a megabyte: worth a second thread, as a whole output of that size is.
         let workers = parallel::workers_for(text.len(), PART_ON_TWO_THREADS, || two_threads);
@@ -225,8 +227,8 @@ fn classify(
     hash: bool,
     two_threads: bool,
 ) -> Result<Classified, String> {
-    // The buffer the parts are read into: about a megabyte, reused.
-    let mut part = Vec::new();
+    // Where a part is read to when the file cannot be mapped.
+    let mut copy = Vec::new();
     let mut found = Classified {
         digest: hash.then(BodyDigest::default),
         ..Classified::default()
@@ -242,14 +244,14 @@ fn classify(
         // About a megabyte at a time, more only for a document that big.
         let end = written.len.min(found.offset + need.max(STORE_FROM));
         let last = written.ended && end == written.len;
-        part.resize(end - found.offset, 0);
-        file.read_exact_at(&mut part, found.offset as u64)
+        let mapped = Mapped::new(file, found.offset, end - found.offset);
+        let part = part_of(file, &mapped, found.offset, end - found.offset, &mut copy)
             .map_err(|e| format!("cannot read Helm's output back from its file: {e}"))?;
         // Whole lines, unless this is the end.
         let complete = if last {
             part.len()
         } else {
-            memchr::memrchr(b'\n', &part).map_or(0, |i| i + 1)
+            memchr::memrchr(b'\n', part).map_or(0, |i| i + 1)
         };
         let text = utf8(&part[..complete])?;
         let cut = if last {
@@ -258,8 +260,10 @@ fn classify(
             yaml::cut(text)
         };
         match cut {
+            // A second thread only once Helm has printed all: before, the second core is
+            // Helm's, printing or ending (a Go process of some 90 MB takes milliseconds to end).
             Some(cut) if cut > 0 || last => {
-                found.add(&text[..cut], two_threads);
+                found.add(&text[..cut], two_threads && written.ended);
                 need = 1;
             }
             // Without a cut (the last document so far, one of megabytes, or no document
@@ -269,6 +273,94 @@ fn classify(
         }
         if last {
             return Ok(found);
+        }
+    }
+}
+
+/// `len` bytes of `file` from `offset`: where they are `mapped`, else (a file system that
+/// cannot map the file) a copy in `copy`.
+fn part_of<'a>(
+    file: &File,
+    mapped: &'a io::Result<Mapped>,
+    offset: usize,
+    len: usize,
+    copy: &'a mut Vec<u8>,
+) -> io::Result<&'a [u8]> {
+    if let Ok(mapped) = mapped {
+        return Ok(mapped.bytes());
+    }
+    copy.resize(len, 0);
+    file.read_exact_at(copy, offset as u64)?;
+    Ok(copy)
+}
+
+/// Bytes of a file mapped into memory, read where the kernel keeps them instead of copied out
+/// (a copy of 5 MB, and the pages to copy it into, cost a cold render a millisecond or two).
+/// Only for a file nyl made and does not truncate: a mapped page past a file's end is a `SIGBUS`.
+struct Mapped {
+    map: *mut libc::c_void,
+    /// The mapping's length, from the page `offset` is on.
+    len: usize,
+    /// Where the bytes asked for start in the mapping.
+    skip: usize,
+}
+
+impl Mapped {
+    /// `len` bytes of `file` from `offset`, all already written.
+    fn new(file: &File, offset: usize, len: usize) -> io::Result<Mapped> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let skip = offset % page;
+        let at = libc::off_t::try_from(offset - skip).map_err(io::Error::other)?;
+        if len == 0 {
+            return Ok(Mapped {
+                map: std::ptr::null_mut(),
+                len: 0,
+                skip: 0,
+            });
+        }
+        // SAFETY: a new read-only mapping of a file this process has open, at an address the
+        // kernel picks; nothing else in the process is touched. `MAP_POPULATE` maps the pages
+        // in one call rather than a fault at a time.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                skip + len,
+                libc::PROT_READ,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                at,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapped {
+            map,
+            len: skip + len,
+            skip,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: the mapping holds `len` readable bytes for as long as `self` lives, all within
+        // the file's written length; nyl writes the file only past them, and never truncates it.
+        unsafe {
+            std::slice::from_raw_parts(self.map.cast::<u8>().add(self.skip), self.len - self.skip)
+        }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: unmaps exactly the mapping `new` made, which no reference outlives.
+            unsafe {
+                libc::munmap(self.map, self.len);
+            }
         }
     }
 }
@@ -631,6 +723,40 @@ mod tests {
             .collect();
         assert_eq!(left.len(), 6, "the entries' files go with them: {left:?}");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_part_is_the_same_mapped_or_copied() {
+        let dir = std::env::temp_dir().join(format!("nyl-part-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let bytes: Vec<u8> = (0..3 * 4096 + 100usize)
+            .map(|i| u8::try_from(i % 251).unwrap())
+            .collect();
+        let path = dir.join("part");
+        fs::write(&path, &bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        let mut copy = Vec::new();
+        // From a page's start, from within one, across pages, to the end, and nothing.
+        for (offset, len) in [
+            (0, 10),
+            (4096, 4096),
+            (5000, 7000),
+            (100, bytes.len() - 100),
+            (7, 0),
+        ] {
+            let mapped = Mapped::new(&file, offset, len);
+            assert!(mapped.is_ok(), "a regular file maps");
+            let part = part_of(&file, &mapped, offset, len, &mut copy).unwrap();
+            assert_eq!(part, &bytes[offset..offset + len]);
+        }
+        fs::remove_dir_all(&dir).unwrap();
+        // A file the kernel does not map (procfs): the same bytes, copied.
+        let proc = File::open("/proc/self/cmdline").unwrap();
+        let whole = fs::read("/proc/self/cmdline").unwrap();
+        let mapped = Mapped::new(&proc, 1, whole.len() - 1);
+        assert!(mapped.is_err(), "procfs files are not mapped");
+        let part = part_of(&proc, &mapped, 1, whole.len() - 1, &mut copy).unwrap();
+        assert_eq!(part, &whole[1..]);
     }
 
     #[test]
