@@ -52,6 +52,9 @@ pub trait Sink: Send {
 
     /// Stdout has ended: nothing more comes, whatever the child's exit.
     fn ended(&mut self) {}
+
+    /// The child has started (it runs the program it was given).
+    fn started(&mut self) {}
 }
 
 impl<F: FnMut(&[u8]) -> Result<(), String> + Send> Sink for F {
@@ -109,6 +112,7 @@ pub fn run(
             .process_group(0),
     )
     .map_err(Stopped::Io)?;
+    sink.started();
     let (input, output, errors) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     std::thread::scope(|scope| {
         // Each pipe on its own thread: a child that stops reading stdin while it fills stdout

@@ -11,6 +11,10 @@
 //!   and a hit needs no `helm pull`: a version tag is trusted not to move. Without one (none, or a
 //!   range) what Helm resolves can change under the same inputs, so the chart is pulled every run
 //!   and keyed by the pulled archive's content, as a local chart ([`crate::helm::remote`]).
+//! - A key's first four hex digits are its inputs' (everything but a local chart's content:
+//!   [`inputs`]), and a bit of the `seen` file for them is set as an entry is placed: a render
+//!   whose bit is not set cannot be found, so Helm starts before the chart is hashed (its
+//!   milliseconds then overlap Helm's run instead of preceding it).
 //! - Keys and entry digests are BLAKE3 (256 bits, collision-resistant, several times faster than
 //!   SHA-256 on the megabytes of a large chart and its output).
 //! - An entry is the output as classified: Helm's bytes, then the index of its documents
@@ -44,7 +48,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{mpsc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use tracing::{debug, info, warn};
@@ -262,6 +266,9 @@ impl Cache {
 
     /// Runs `helm template` through the cache; the output comes classified.
     pub fn template(&self, helm: &Helm, t: &Template<'_>) -> Result<Output, Failure> {
+        if let Some((inputs, dir)) = self.unseen(t) {
+            return self.template_unseen(helm, t, &inputs, dir);
+        }
         self.render(helm, t, |keyed| {
             if !keyed {
                 self.progress.release(false);
@@ -309,23 +316,77 @@ impl Cache {
         let ReadOutput { output, entry } = miss(true)?;
         let key = if probing { self.key(t) } else { Some(key) };
         if let Some(key) = key {
-            debug!(release = t.release, key = %&key[..16], "cache miss");
-            if let Some(entry) = entry {
-                // Its body is written: what is left (the index, the trailer, the rename under
-                // the lock) is done beside the expansion, or at once for a small one.
-                let (dir, index) = (self.dir.clone(), output.index());
-                if output.raw.len() >= parallel::WORTH_A_THREAD {
-                    self.later(move || complete(&dir, entry, &key, &index));
-                } else {
-                    self.count_store(complete(&dir, entry, &key, &index));
-                }
-            } else if output.raw.len() >= parallel::WORTH_A_THREAD {
-                self.write_later(key, &output);
-            } else {
-                self.write(&key, &output);
-            }
+            self.keep(t, key, &output, entry);
         }
         Ok(output)
+    }
+
+    /// The inputs and chart directory of a render of a local chart that no lookup can find:
+    /// the run does not look (`--refresh`), or no entry was ever stored under its inputs
+    /// ([`was_seen`]), whatever the chart's content. `None` when it must be looked up, or is
+    /// not stored at all (see [`Cache::render`] for a helm whose version is being asked).
+    fn unseen<'t>(&self, t: &Template<'t>) -> Option<(blake3::Hash, &'t Path)> {
+        let ChartSource::Local(dir) = t.chart else {
+            return None;
+        };
+        if self.helm.probing() || self.mode == Mode::Off {
+            return None;
+        }
+        let inputs = inputs(t, &self.helm.identity().ok()?)?;
+        (self.mode == Mode::Refresh || !was_seen(&self.dir, &inputs.to_hex()))
+            .then_some((inputs, dir.as_path()))
+    }
+
+    /// Renders a release that no lookup can find ([`Cache::unseen`]) and stores it: Helm starts
+    /// at once, and the chart is hashed for the key once Helm has started, while it renders (a
+    /// chart of megabytes takes milliseconds to hash, which a cold render waited for; hashed
+    /// before Helm has started, it takes the core Helm's start needs).
+    fn template_unseen(
+        &self,
+        helm: &Helm,
+        t: &Template<'_>,
+        inputs: &blake3::Hash,
+        dir: &Path,
+    ) -> Result<Output, Failure> {
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        self.progress.release(false);
+        let (started, start) = mpsc::channel();
+        let rendered = || {
+            let mut reading = self.reading(true);
+            reading.when_started(move || {
+                let _ = started.send(());
+            });
+            helm.template(t, &mut reading)?;
+            reading.finish()
+        };
+        // No digest for a Helm that never started: the render has failed.
+        let digest = move || start.recv().ok().and_then(|()| self.chart_digest(dir));
+        let (read, content) = parallel::join(true, rendered, digest);
+        let ReadOutput { output, entry } = read?;
+        if let Some(content) = content {
+            self.keep(t, key_of(inputs, &content), &output, entry);
+        }
+        Ok(output)
+    }
+
+    /// Stores a missed render's output under `key`: completes the entry its body was written
+    /// to as Helm printed it, or writes one.
+    fn keep(&self, t: &Template<'_>, key: String, output: &Output, entry: Option<Spill>) {
+        debug!(release = t.release, key = %&key[..16], "cache miss");
+        if let Some(entry) = entry {
+            // Its body is written: what is left (the index, the trailer, the rename under
+            // the lock) is done beside the expansion, or at once for a small one.
+            let (dir, index) = (self.dir.clone(), output.index());
+            if output.raw.len() >= parallel::WORTH_A_THREAD {
+                self.later(move || complete(&dir, entry, &key, &index));
+            } else {
+                self.count_store(complete(&dir, entry, &key, &index));
+            }
+        } else if output.raw.len() >= parallel::WORTH_A_THREAD {
+            self.write_later(key, output);
+        } else {
+            self.write(&key, output);
+        }
     }
 
     /// Whether the run stored an entry or is storing one: what [`Cache::finish`] waits for and
@@ -375,27 +436,12 @@ impl Cache {
 
     /// [`Cache::key`] with the helm's identity given.
     fn key_with(&self, t: &Template<'_>, helm_identity: &str) -> Option<String> {
+        let inputs = inputs(t, helm_identity)?;
         let content = match t.chart {
             ChartSource::Local(dir) => self.chart_digest(dir)?,
-            ChartSource::Remote(remote) => {
-                // Only an exact version pins a chart: a range (`^1.2`, `1.x`) can resolve anew.
-                remote.version.as_deref().filter(|v| is_exact_version(v))?;
-                String::new()
-            }
+            ChartSource::Remote(_) => String::new(),
         };
-        // The chart directory's argument stands for its content. A remote chart's arguments
-        // never read alike: they hold `--repo=` or an `oci://` reference.
-        let args = Helm::template_args_with(t, |_| format!("chart-content:{content}").into());
-        let mut h = blake3::Hasher::new();
-        put(&mut h, MAGIC.as_bytes());
-        put(&mut h, env!("CARGO_PKG_VERSION").as_bytes());
-        put(&mut h, helm_identity.as_bytes());
-        put(&mut h, &(args.len() as u64).to_le_bytes());
-        for arg in &args {
-            put(&mut h, arg.as_bytes());
-        }
-        put(&mut h, t.values_json.as_bytes());
-        Some(h.finalize().to_hex().to_string())
+        Some(key_of(&inputs, &content))
     }
 
     /// The digest of every file below a chart directory, computed once per directory and run.
@@ -684,7 +730,8 @@ fn place(dir: &Path, tmp: &Path, key: &str, len: u64) -> io::Result<()> {
     let replaced = fs::symlink_metadata(&path).map_or(0, |m| m.len());
     fs::rename(tmp, &path)?;
     accounting.add(shard_of(key), len, replaced);
-    accounting.save()
+    accounting.save()?;
+    mark_seen(dir, key)
 }
 
 fn entry_path(dir: &Path, key: &str) -> PathBuf {
@@ -827,6 +874,105 @@ fn remove_if_stale(item: &fs::DirEntry) {
     if stale {
         let _ = fs::remove_file(item.path());
     }
+}
+
+/// Everything a render's key covers but a local chart's content: nyl's version, the helm, Helm's
+/// arguments (a local chart's directory left out) and the values. `None` for a remote chart that
+/// is not pinned to an exact version (see the module's documentation).
+fn inputs(t: &Template<'_>, helm_identity: &str) -> Option<blake3::Hash> {
+    if let ChartSource::Remote(remote) = t.chart {
+        // Only an exact version pins a chart: a range (`^1.2`, `1.x`) can resolve anew.
+        remote.version.as_deref().filter(|v| is_exact_version(v))?;
+    }
+    // A local chart's directory stands for its content, hashed apart. A remote chart's
+    // arguments never read alike: they hold `--repo=` or an `oci://` reference.
+    let args = Helm::template_args_with(t, |_| "chart-content".into());
+    let mut h = blake3::Hasher::new();
+    put(&mut h, MAGIC.as_bytes());
+    put(&mut h, env!("CARGO_PKG_VERSION").as_bytes());
+    put(&mut h, helm_identity.as_bytes());
+    put(&mut h, &(args.len() as u64).to_le_bytes());
+    for arg in &args {
+        put(&mut h, arg.as_bytes());
+    }
+    put(&mut h, t.values_json.as_bytes());
+    Some(h.finalize())
+}
+
+/// A key: the hash of the inputs and the chart's content, its first [`SEEN_DIGITS`] hex digits
+/// the inputs' own, so that whether any entry of the same inputs was stored can be told before
+/// the chart is hashed ([`was_seen`]). The rest keeps 240 bits of the hash of both.
+fn key_of(inputs: &blake3::Hash, content: &str) -> String {
+    let mut h = blake3::Hasher::new();
+    put(&mut h, inputs.as_bytes());
+    put(&mut h, content.as_bytes());
+    let both = h.finalize().to_hex();
+    format!(
+        "{}{}",
+        &inputs.to_hex()[..SEEN_DIGITS],
+        &both[SEEN_DIGITS..]
+    )
+}
+
+/// The hex digits of a key that are its inputs': one bit of the [`SEEN`] file each.
+const SEEN_DIGITS: usize = 4;
+
+/// The file of the inputs entries were stored under: a bitmap (8 KiB), a bit for each value of a
+/// key's first [`SEEN_DIGITS`] hex digits, set under the lock as an entry is placed and never
+/// cleared. A bit not set means no entry of those inputs can be there, so Helm starts before
+/// the chart is hashed; a set one (or no way to tell) means a lookup. Wrong only the safe
+/// way: a file lost or torn, or a bit set by other inputs, costs a lookup or a render, never
+/// a wrong output.
+const SEEN: &str = "seen";
+
+/// The byte of the [`SEEN`] file that holds a key's bit, and the bit.
+fn seen_bit(key: &str) -> Option<(u64, u8)> {
+    let n = u64::from_str_radix(key.get(..SEEN_DIGITS)?, 16).ok()?;
+    Some((n / 8, 1 << (n % 8)))
+}
+
+/// Whether an entry of `key`'s inputs may have been stored: true when it cannot be told, and
+/// when the file cannot be written (its bits would never be set, and no entry found again).
+fn was_seen(dir: &Path, key: &str) -> bool {
+    let Some((at, bit)) = seen_bit(key) else {
+        return true;
+    };
+    let file = match fs::File::options()
+        .read(true)
+        .write(true)
+        .open(dir.join(SEEN))
+    {
+        Ok(file) => file,
+        Err(e) => return e.kind() != io::ErrorKind::NotFound,
+    };
+    let mut byte = [0];
+    match file.read_at(&mut byte, at) {
+        Ok(0) => false,
+        Ok(_) => byte[0] & bit != 0,
+        Err(_) => true,
+    }
+}
+
+/// Sets `key`'s bit in the [`SEEN`] file; under the lock.
+fn mark_seen(dir: &Path, key: &str) -> io::Result<()> {
+    let Some((at, bit)) = seen_bit(key) else {
+        return Ok(());
+    };
+    let file = fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(dir.join(SEEN))?;
+    let mut byte = [0];
+    if file.read_at(&mut byte, at)? == 0 {
+        byte[0] = 0;
+    }
+    if byte[0] & bit == 0 {
+        file.write_all_at(&[byte[0] | bit], at)?;
+    }
+    Ok(())
 }
 
 /// The shard of a key: its first two hex digits.
@@ -1112,7 +1258,53 @@ mod tests {
         let mut more = files.to_vec();
         more.push(("templates/y.yaml", ""));
         assert_ne!(key("five", &more), base, "an empty file added");
+        // Another content under the same inputs: the same first digits, the inputs' own.
+        let other = key("three", &changed);
+        let inputs = inputs(
+            &template(&ChartSource::Local(top.join("one")), &[]),
+            "v4.3.1 1 2",
+        );
+        let inputs = inputs.unwrap().to_hex();
+        assert_eq!(base[..SEEN_DIGITS], inputs[..SEEN_DIGITS]);
+        assert_eq!(other[..SEEN_DIGITS], inputs[..SEEN_DIGITS]);
+        assert_ne!(base[SEEN_DIGITS..], other[SEEN_DIGITS..]);
         let _ = fs::remove_dir_all(&top);
+    }
+
+    #[test]
+    fn the_seen_file_tells_unseen_inputs_and_errs_only_toward_a_lookup() {
+        let dir = scratch("seen");
+        let (a, b) = ("abcd".repeat(16), "abce".repeat(16));
+        assert!(!was_seen(&dir, &a), "no file: nothing was stored");
+        mark_seen(&dir, &a).unwrap();
+        assert!(was_seen(&dir, &a));
+        assert!(!was_seen(&dir, &b), "the next bit of the same byte");
+        mark_seen(&dir, &b).unwrap();
+        assert!(was_seen(&dir, &a) && was_seen(&dir, &b), "both kept");
+        let low = "0000".repeat(16);
+        assert!(!was_seen(&dir, &low), "a bit of a byte already in the file");
+        let path = dir.join(SEEN);
+        let len = fs::metadata(&path).unwrap().len();
+        assert_eq!(len, 0xabce / 8 + 1, "as long as its highest byte set");
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        // Cut short (torn): what is past its end was not seen; mark_seen extends it again.
+        fs::write(&path, b"").unwrap();
+        assert!(!was_seen(&dir, &a));
+        mark_seen(&dir, &a).unwrap();
+        assert!(was_seen(&dir, &a) && !was_seen(&dir, &b));
+        // One that cannot be written would never have a bit set: the lookup is made.
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o400)).unwrap();
+        if fs::File::options().write(true).open(&path).is_err() {
+            assert!(was_seen(&dir, &b), "read-only");
+        }
+        // Not a file that can be read: it cannot be told, so the lookup is made.
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        assert!(was_seen(&dir, &a) && was_seen(&dir, &b));
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

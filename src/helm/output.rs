@@ -59,6 +59,8 @@ pub struct Reading {
     spill: Option<Spill>,
     /// The thread that classifies a large output from its file as it is written.
     classifier: Option<Classifier>,
+    /// Called once Helm has started.
+    started: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// The file an output goes to, before it is made.
@@ -394,7 +396,13 @@ impl Reading {
             making,
             spill: None,
             classifier: None,
+            started: None,
         }
+    }
+
+    /// Calls `f` once Helm has started (not at all if it never does).
+    pub fn when_started(&mut self, f: impl FnOnce() + Send + 'static) {
+        self.started = Some(Box::new(f));
     }
 
     /// Takes the file once it is made (waiting for it when `wait`), with what is held written
@@ -540,6 +548,12 @@ impl Sink for Reading {
 
     fn file(&self) -> Option<&File> {
         self.spill.as_ref().map(|spill| &*spill.file)
+    }
+
+    fn started(&mut self) {
+        if let Some(f) = self.started.take() {
+            f();
+        }
     }
 
     // The last document is classified as soon as stdout ends: Helm's exit takes a while more.

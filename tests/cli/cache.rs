@@ -88,6 +88,38 @@ fn a_hit_gives_byte_identical_output_also_on_a_fresh_copy() {
     assert_eq!(fresh.stdout, cold.stdout);
 }
 
+/// A render no lookup can find starts Helm before the chart is hashed (the `seen` file has no
+/// bit for its inputs). Whatever that file says, the output is the same and what is stored hits.
+#[test]
+fn the_seen_file_never_changes_the_output_only_whether_a_lookup_is_made() {
+    let (repo, cache) = setup("cache-seen");
+    let cold = render(&repo, &cache, "");
+    assert_eq!(cold.counts(), (0, 5), "{}", cold.stderr);
+    let seen = cache.join("seen");
+    assert_eq!(
+        fs::metadata(&seen).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(render(&repo, &cache, "").counts(), (5, 0));
+    // Lost, or all bits cleared: rendered again, not looked up, and stored again.
+    for lost in [None, Some(vec![0u8; 8192])] {
+        match &lost {
+            None => fs::remove_file(&seen).unwrap(),
+            Some(zeros) => fs::write(&seen, zeros).unwrap(),
+        }
+        let run = render(&repo, &cache, "");
+        assert_eq!(run.counts(), (0, 5), "{}", run.stderr);
+        assert_eq!(run.stdout, cold.stdout);
+        assert_eq!(render(&repo, &cache, "").counts(), (5, 0));
+    }
+    // Unreadable: looked up, and found.
+    fs::remove_file(&seen).unwrap();
+    fs::create_dir(&seen).unwrap();
+    let run = render(&repo, &cache, "");
+    assert_eq!(run.counts(), (5, 0), "{}", run.stderr);
+    assert_eq!(run.stdout, cold.stdout);
+}
+
 #[test]
 fn every_key_input_change_is_a_miss() {
     let (repo, cache) = setup("cache-keys");
