@@ -359,9 +359,10 @@ impl Cache {
             helm.template(t, &mut reading)?;
             reading.finish()
         };
-        // No digest for a Helm that never started: the render has failed.
+        // No digest for a Helm that never started: the render has failed. With one thread of
+        // work (`-j 1`), the chart is hashed once Helm has ended.
         let digest = move || start.recv().ok().and_then(|()| self.chart_digest(dir));
-        let (read, content) = parallel::join(true, rendered, digest);
+        let (read, content) = parallel::join(self.two_threads(), rendered, digest);
         let ReadOutput { output, entry } = read?;
         if let Some(content) = content {
             self.keep(t, key_of(inputs, &content), &output, entry);

@@ -112,6 +112,12 @@ fn the_seen_file_never_changes_the_output_only_whether_a_lookup_is_made() {
         assert_eq!(run.stdout, cold.stdout);
         assert_eq!(render(&repo, &cache, "").counts(), (5, 0));
     }
+    // With one thread of work the chart is hashed after Helm: stored under the same keys.
+    fs::remove_file(&seen).unwrap();
+    let one = render(&repo, &cache, "-j 1");
+    assert_eq!(one.counts(), (0, 5), "{}", one.stderr);
+    assert_eq!(one.stdout, cold.stdout);
+    assert_eq!(render(&repo, &cache, "").counts(), (5, 0));
     // Unreadable: looked up, and found.
     fs::remove_file(&seen).unwrap();
     fs::create_dir(&seen).unwrap();
