@@ -3,11 +3,11 @@
 //! its own), made on a thread of its own while Helm starts and filled by the kernel from Helm's
 //! pipe (`splice`) as Helm prints; from [`STORE_FROM`] bytes on, a thread of its own follows it
 //! in that file a part at a time (mapped, not copied out), split at the cuts [`yaml::cut`]
-//! allows, and classifies and hashes each part. So Helm's single large `write` ends as soon as the pipe is drained, the
-//! classifying overlaps Helm's exit (some milliseconds for a Go process of that size) instead of
-//! holding Helm back, and nyl holds about a megabyte of the output at a time instead of all of
-//! it; a smaller output is read back whole once Helm has ended. Other runs read the pipe into
-//! memory. All ways give the same documents.
+//! allows, and classifies and hashes each part. So Helm's single large `write` ends as soon as
+//! the pipe is drained, the classifying overlaps Helm's exit (some milliseconds for a Go process
+//! of that size) instead of holding Helm back, and nyl holds about a megabyte of the output at a
+//! time instead of all of it; a smaller output is read back whole once Helm has ended. Other runs
+//! read the pipe into memory. All ways give the same documents.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -310,10 +310,6 @@ struct Mapped {
 impl Mapped {
     /// `len` bytes of `file` from `offset`, all already written.
     fn new(file: &File, offset: usize, len: usize) -> io::Result<Mapped> {
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        let skip = offset % page;
-        let at = libc::off_t::try_from(offset - skip).map_err(io::Error::other)?;
         if len == 0 {
             return Ok(Mapped {
                 map: std::ptr::null_mut(),
@@ -321,6 +317,10 @@ impl Mapped {
                 skip: 0,
             });
         }
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let skip = offset % page;
+        let at = libc::off_t::try_from(offset - skip).map_err(io::Error::other)?;
         // SAFETY: a new read-only mapping of a file this process has open, at an address the
         // kernel picks; nothing else in the process is touched. `MAP_POPULATE` maps the pages
         // in one call rather than a fault at a time.
