@@ -572,14 +572,44 @@ pub fn helm_stdout(args: &[&str], dir: &Path) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// A fresh directory under the system temp dir, unique per call.
+/// A fresh directory under the system temp dir, unique per call. A test run's directories are
+/// all in one, named by the run's process id; the run's first call removes those of runs whose
+/// process has ended, so a machine keeps at most the last run's (a failed test's files stay
+/// there to be looked at until the next run).
 pub fn tempdir(name: &str) -> PathBuf {
+    static RUN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUN.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        remove_ended_runs(&tmp);
+        let run = tmp.join(format!("{RUN_PREFIX}{}", std::process::id()));
+        let _ = fs::remove_dir_all(&run);
+        fs::create_dir_all(&run).unwrap();
+        run
+    });
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("nyl-test-{name}-{}-{n}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
+    let dir = run.join(format!("{name}-{n}"));
     fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+const RUN_PREFIX: &str = "nyl-test-run-";
+
+/// Removes the directories of test runs whose process is gone (another user's stay: they
+/// cannot be removed, and nothing is said).
+fn remove_ended_runs(tmp: &Path) {
+    for entry in fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(RUN_PREFIX))
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {
@@ -593,6 +623,28 @@ pub fn copy_dir(from: &Path, to: &Path) {
             fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// Test runs leave at most their own directories behind: those of ended runs go.
+#[test]
+fn the_directories_of_ended_test_runs_are_removed() {
+    let tmp = tempdir("runs");
+    let mut child = Command::new("true").spawn().unwrap();
+    let ended = child.id();
+    child.wait().unwrap();
+    let names = [
+        format!("{RUN_PREFIX}{ended}"),
+        format!("{RUN_PREFIX}1"),
+        format!("{RUN_PREFIX}{}", std::process::id()),
+        format!("{RUN_PREFIX}x"),
+        "other".to_string(),
+    ];
+    for name in &names {
+        fs::create_dir_all(tmp.join(name).join("inside")).unwrap();
+    }
+    remove_ended_runs(&tmp);
+    let left: Vec<bool> = names.iter().map(|n| tmp.join(n).exists()).collect();
+    assert_eq!(left, [false, true, true, true, true], "{names:?}");
 }
 
 /// The example project the README's demo uses stays valid, for both of its targets.
