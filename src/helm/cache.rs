@@ -98,6 +98,9 @@ pub struct Cache {
     helm: Helm,
     uid: u32,
     chart_digests: Mutex<HashMap<PathBuf, String>>,
+    /// The [`SEEN`] file, open for reading and writing once a lookup found it: each later
+    /// release reads a byte of it instead of opening it again.
+    seen: Mutex<Option<fs::File>>,
     hits: AtomicUsize,
     misses: AtomicUsize,
     warned_unwritable: AtomicBool,
@@ -212,6 +215,7 @@ impl Cache {
             helm: helm.clone(),
             uid: euid(),
             chart_digests: Mutex::new(HashMap::new()),
+            seen: Mutex::new(None),
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
             warned_unwritable: AtomicBool::new(false),
@@ -323,7 +327,7 @@ impl Cache {
 
     /// The inputs and chart directory of a render of a local chart that no lookup can find:
     /// the run does not look (`--refresh`), or no entry was ever stored under its inputs
-    /// ([`was_seen`]), whatever the chart's content. `None` when it must be looked up, or is
+    /// ([`Cache::was_seen`]), whatever the chart's content. `None` when it must be looked up, or is
     /// not stored at all (see [`Cache::render`] for a helm whose version is being asked).
     fn unseen<'t>(&self, t: &Template<'t>) -> Option<(blake3::Hash, &'t Path)> {
         let ChartSource::Local(dir) = t.chart else {
@@ -333,8 +337,34 @@ impl Cache {
             return None;
         }
         let inputs = inputs(t, &self.helm.identity().ok()?)?;
-        (self.mode == Mode::Refresh || !was_seen(&self.dir, &inputs.to_hex()))
+        (self.mode == Mode::Refresh || !self.was_seen(&inputs.to_hex()))
             .then_some((inputs, dir.as_path()))
+    }
+
+    /// Whether an entry of `key`'s inputs may have been stored: true when it cannot be told, and
+    /// when the [`SEEN`] file cannot be written (its bits would never be set, and no entry found
+    /// again). No file yet: nothing was stored.
+    fn was_seen(&self, key: &str) -> bool {
+        let Some((at, bit)) = seen_bit(key) else {
+            return true;
+        };
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if seen.is_none() {
+            let opened = fs::File::options()
+                .read(true)
+                .write(true)
+                .open(self.dir.join(SEEN));
+            match opened {
+                Ok(file) => *seen = Some(file),
+                Err(e) => return e.kind() != io::ErrorKind::NotFound,
+            }
+        }
+        let mut byte = [0];
+        match seen.as_ref().map(|file| file.read_at(&mut byte, at)) {
+            Some(Ok(0)) => false,
+            Some(Ok(_)) => byte[0] & bit != 0,
+            _ => true,
+        }
     }
 
     /// Renders a release that no lookup can find ([`Cache::unseen`]) and stores it: Helm starts
@@ -902,7 +932,7 @@ fn inputs(t: &Template<'_>, helm_identity: &str) -> Option<blake3::Hash> {
 
 /// A key: the hash of the inputs and the chart's content, its first [`SEEN_DIGITS`] hex digits
 /// the inputs' own, so that whether any entry of the same inputs was stored can be told before
-/// the chart is hashed ([`was_seen`]). The rest keeps 240 bits of the hash of both.
+/// the chart is hashed ([`Cache::was_seen`]). The rest keeps 240 bits of the hash of both.
 fn key_of(inputs: &blake3::Hash, content: &str) -> String {
     let mut h = blake3::Hasher::new();
     put(&mut h, inputs.as_bytes());
@@ -930,28 +960,6 @@ const SEEN: &str = "seen";
 fn seen_bit(key: &str) -> Option<(u64, u8)> {
     let n = u64::from_str_radix(key.get(..SEEN_DIGITS)?, 16).ok()?;
     Some((n / 8, 1 << (n % 8)))
-}
-
-/// Whether an entry of `key`'s inputs may have been stored: true when it cannot be told, and
-/// when the file cannot be written (its bits would never be set, and no entry found again).
-fn was_seen(dir: &Path, key: &str) -> bool {
-    let Some((at, bit)) = seen_bit(key) else {
-        return true;
-    };
-    let file = match fs::File::options()
-        .read(true)
-        .write(true)
-        .open(dir.join(SEEN))
-    {
-        Ok(file) => file,
-        Err(e) => return e.kind() != io::ErrorKind::NotFound,
-    };
-    let mut byte = [0];
-    match file.read_at(&mut byte, at) {
-        Ok(0) => false,
-        Ok(_) => byte[0] & bit != 0,
-        Err(_) => true,
-    }
 }
 
 /// Sets `key`'s bit in the [`SEEN`] file; under the lock.
@@ -1275,6 +1283,8 @@ mod tests {
     #[test]
     fn the_seen_file_tells_unseen_inputs_and_errs_only_toward_a_lookup() {
         let dir = scratch("seen");
+        // Each asked by a run of its own: a run keeps the file open once it found it.
+        let was_seen = |dir: &Path, key: &str| cache(dir, u64::MAX).was_seen(key);
         let (a, b) = ("abcd".repeat(16), "abce".repeat(16));
         assert!(!was_seen(&dir, &a), "no file: nothing was stored");
         mark_seen(&dir, &a).unwrap();

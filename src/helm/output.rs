@@ -248,7 +248,7 @@ fn classify(
         let last = written.ended && end == written.len;
         let mapped = Mapped::new(file, found.offset, end - found.offset);
         let part = part_of(file, &mapped, found.offset, end - found.offset, &mut copy)
-            .map_err(|e| format!("cannot read Helm's output back from its file: {e}"))?;
+            .map_err(|e| not_read(&e))?;
         // Whole lines, unless this is the end.
         let complete = if last {
             part.len()
@@ -462,9 +462,10 @@ impl Reading {
         let Some(mut classifier) = self.classifier.take() else {
             // A small output, read back whole and held in memory; an entry's body is in place.
             let mut raw = vec![0; spill.len];
-            spill.file.read_exact_at(&mut raw, 0).map_err(|e| {
-                Failure::Failed(format!("cannot read Helm's output back from its file: {e}"))
-            })?;
+            spill
+                .file
+                .read_exact_at(&mut raw, 0)
+                .map_err(|e| Failure::Failed(not_read(&e)))?;
             let raw = String::from_utf8(raw).map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
             if let Some(entry) = &mut spill.entry {
                 entry.digest.update(raw.as_bytes());
@@ -584,6 +585,11 @@ pub fn temp_path(dir: &Path) -> PathBuf {
 }
 
 const NOT_UTF8: &str = "helm printed output that is not UTF-8";
+
+/// The message of a failed read of Helm's output back from its file, which ends the run.
+fn not_read(e: &io::Error) -> String {
+    format!("cannot read Helm's output back from its file: {e}")
+}
 
 /// The message of a failed write of Helm's output into its file, which ends the run.
 fn not_written(e: &io::Error) -> String {
