@@ -270,10 +270,12 @@ impl Cache {
 
     /// Runs `helm template` through the cache; the output comes classified.
     pub fn template(&self, helm: &Helm, t: &Template<'_>) -> Result<Output, Failure> {
-        if let Some((inputs, dir)) = self.unseen(t) {
-            return self.template_unseen(helm, t, &inputs, dir);
-        }
-        self.render(helm, t, |keyed| {
+        let inputs = match self.plan(t) {
+            Some(Plan::Unseen(inputs, dir)) => return self.template_unseen(helm, t, &inputs, dir),
+            Some(Plan::Lookup(inputs)) => Some(inputs),
+            None => None,
+        };
+        self.render_from(helm, t, inputs, |keyed| {
             if !keyed {
                 self.progress.release(false);
             }
@@ -294,6 +296,17 @@ impl Cache {
         t: &Template<'_>,
         miss: impl FnOnce(bool) -> Result<ReadOutput, E>,
     ) -> Result<Output, E> {
+        self.render_from(helm, t, None, miss)
+    }
+
+    /// [`Cache::render`], with `t`'s [`inputs`] when they were hashed already.
+    fn render_from<E: From<Failure>>(
+        &self,
+        helm: &Helm,
+        t: &Template<'_>,
+        inputs: Option<blake3::Hash>,
+        miss: impl FnOnce(bool) -> Result<ReadOutput, E>,
+    ) -> Result<Output, E> {
         // The first run of a helm binary asks its version alongside its first renders instead of
         // before them: the key needs the version, so those renders look nothing up (nothing can
         // be stored under a version that was never remembered) and are stored once it is known.
@@ -301,7 +314,10 @@ impl Cache {
         let key = match self.mode {
             Mode::Off => None,
             _ if probing => self.key_with(t, "").map(|_| String::new()),
-            _ => self.key(t),
+            _ => match &inputs {
+                Some(inputs) => self.key_from(t, inputs),
+                None => self.key(t),
+            },
         };
         let Some(key) = key else {
             return miss(false).map(|read| read.output);
@@ -325,11 +341,11 @@ impl Cache {
         Ok(output)
     }
 
-    /// The inputs and chart directory of a render of a local chart that no lookup can find:
-    /// the run does not look (`--refresh`), or no entry was ever stored under its inputs
-    /// ([`Cache::was_seen`]), whatever the chart's content. `None` when it must be looked up, or is
-    /// not stored at all (see [`Cache::render`] for a helm whose version is being asked).
-    fn unseen<'t>(&self, t: &Template<'t>) -> Option<(blake3::Hash, &'t Path)> {
+    /// How a render of a local chart goes: at once when no lookup can find it (the run does not
+    /// look, `--refresh`, or no entry was ever stored under its inputs: [`Cache::was_seen`],
+    /// whatever the chart's content), else looked up. `None` for a render [`Cache::render`]
+    /// decides alone (a remote chart, no cache, a helm whose version is being asked).
+    fn plan<'t>(&self, t: &Template<'t>) -> Option<Plan<'t>> {
         let ChartSource::Local(dir) = t.chart else {
             return None;
         };
@@ -337,8 +353,13 @@ impl Cache {
             return None;
         }
         let inputs = inputs(t, &self.helm.identity().ok()?)?;
-        (self.mode == Mode::Refresh || !self.was_seen(&inputs.to_hex()))
-            .then_some((inputs, dir.as_path()))
+        Some(
+            if self.mode == Mode::Refresh || !self.was_seen(&inputs.to_hex()) {
+                Plan::Unseen(inputs, dir.as_path())
+            } else {
+                Plan::Lookup(inputs)
+            },
+        )
     }
 
     /// Whether an entry of `key`'s inputs may have been stored: true when it cannot be told, and
@@ -367,7 +388,7 @@ impl Cache {
         }
     }
 
-    /// Renders a release that no lookup can find ([`Cache::unseen`]) and stores it: Helm starts
+    /// Renders a release that no lookup can find ([`Cache::plan`]) and stores it: Helm starts
     /// at once, and the chart is hashed for the key once Helm has started, while it renders (a
     /// chart of megabytes takes milliseconds to hash, which a cold render waited for; hashed
     /// before Helm has started, it takes the core Helm's start needs).
@@ -467,12 +488,16 @@ impl Cache {
 
     /// [`Cache::key`] with the helm's identity given.
     fn key_with(&self, t: &Template<'_>, helm_identity: &str) -> Option<String> {
-        let inputs = inputs(t, helm_identity)?;
+        self.key_from(t, &inputs(t, helm_identity)?)
+    }
+
+    /// The key of a render whose [`inputs`] are hashed: they and the chart's content.
+    fn key_from(&self, t: &Template<'_>, inputs: &blake3::Hash) -> Option<String> {
         let content = match t.chart {
             ChartSource::Local(dir) => self.chart_digest(dir)?,
             ChartSource::Remote(_) => String::new(),
         };
-        Some(key_of(&inputs, &content))
+        Some(key_of(inputs, &content))
     }
 
     /// The digest of every file below a chart directory, computed once per directory and run.
@@ -928,6 +953,14 @@ fn inputs(t: &Template<'_>, helm_identity: &str) -> Option<blake3::Hash> {
     }
     put(&mut h, t.values_json.as_bytes());
     Some(h.finalize())
+}
+
+/// How a render of a local chart goes ([`Cache::plan`]), with its [`inputs`], hashed once.
+enum Plan<'t> {
+    /// No lookup can find it: Helm starts at once, the chart in this directory hashed beside it.
+    Unseen(blake3::Hash, &'t Path),
+    /// Looked up under the key of these inputs and the chart's content.
+    Lookup(blake3::Hash),
 }
 
 /// A key: the hash of the inputs and the chart's content, its first [`SEEN_DIGITS`] hex digits
