@@ -409,6 +409,24 @@ fn peak_memory_is_reported_at_debug_level() {
     assert_eq!(nyl(&dir, &["version".to_string()], &[]).2, "");
 }
 
+/// nyl reports each helm process's time when asked (bench/run reads it), and only then.
+#[test]
+fn helm_time_is_reported_at_debug_level() {
+    let repo = root().join("examples/platform");
+    let render = args("render --no-cache --target payments apps/payments");
+    let env = [("RUST_LOG".to_string(), "helm_time=debug".to_string())];
+    let (status, stdout, stderr) = nyl(&repo, &render, &env);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stdout.contains("kind: "), "{stdout}");
+    let times: Vec<f64> = stderr
+        .lines()
+        .filter_map(|l| l.split(r#"helm ended release="ledger-db" ms="#).nth(1))
+        .map(|ms| ms.trim().parse().expect("a number of ms"))
+        .collect();
+    assert!(matches!(times[..], [t] if t > 0.0), "{stderr}");
+    assert_eq!(nyl(&repo, &render, &[]).2, "");
+}
+
 #[test]
 fn every_case_file_is_listed() {
     let mut files: Vec<String> = fs::read_dir(root().join("tests/cases"))
