@@ -395,8 +395,12 @@ impl Helm {
         let ran = process::run(cmd, stdin, self.time_left(), budget, sink);
         // From the spawn to the reaping: with the whole run's time, what nyl adds to Helm's
         // (`RUST_LOG=helm_time=debug`, a target outside `nyl` as `peak_memory` is; bench/run).
-        let ms = started.elapsed().as_secs_f64() * 1e3;
-        debug!(target: "helm_time", release, ms, "helm ended");
+        debug!(
+            target: "helm_time",
+            release,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "helm ended"
+        );
         let done = ran.map_err(|stopped| match stopped {
             Stopped::Io(e) => Failure::Failed(format!("cannot run {}: {e}", self.path.display())),
             Stopped::TimedOut => Failure::TimedOut(self.timeout),
