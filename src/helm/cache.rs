@@ -314,10 +314,7 @@ impl Cache {
         let key = match self.mode {
             Mode::Off => None,
             _ if probing => self.key_with(t, "").map(|_| String::new()),
-            _ => match &inputs {
-                Some(inputs) => self.key_from(t, inputs),
-                None => self.key(t),
-            },
+            _ => inputs.map_or_else(|| self.key(t), |inputs| self.key_from(t, &inputs)),
         };
         let Some(key) = key else {
             return miss(false).map(|read| read.output);
