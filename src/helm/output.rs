@@ -37,7 +37,7 @@ pub const STORE_FROM: usize = 1 << 20;
 const PART_ON_TWO_THREADS: usize = 256 << 10;
 
 /// Where a large output goes.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Keep {
     /// In memory, whatever its size: the run reads every document (`-o json`, `diff`,
     /// `render-tree`, `validate`).
