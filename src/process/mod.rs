@@ -196,8 +196,10 @@ pub fn run(
 /// Caps the size of any file `child` writes at what is left of `budget`, and a byte: a child
 /// that prints past it is cut there (Helm then ends well, its write's error unreported), and the
 /// byte over tells [`follow`] so. Set from outside once the child runs (a limit set before the
-/// start would need a `fork` in place of the spawn); a child prints nothing in the microseconds
-/// before, and the budget is checked on the file's length at the end all the same.
+/// start would need a `fork` in place of the spawn), and before its stdin is written: Helm reads
+/// its values from stdin to the end before it prints anything. A process the child started before
+/// (a wrapper script that runs helm without `exec`) is not capped; the run still fails and is
+/// killed at the first write past the budget that [`follow`] sees, or at its end.
 fn cap_file_size(child: &Child, budget: &AtomicU64) {
     let cap = budget.load(Ordering::Relaxed).saturating_add(1);
     let limit = libc::rlimit {
@@ -772,17 +774,18 @@ mod tests {
     #[test]
     fn a_child_writing_into_the_file_is_held_to_the_budget_and_the_deadline() {
         // Past the budget, the file is cut a byte after it, whatever the child does then (`head`
-        // fails; Helm ends well with its output cut, as the second does): the run fails. (With
-        // SIGXFSZ not ignored, the child ends by it, and may dump core.)
+        // fails; Helm ends well with its output cut, as the second does): the run fails. Each
+        // prints only once it has read its stdin, as Helm reads its values first: the cap is
+        // set before stdin is written. (With SIGXFSZ not ignored, the child would end by it.)
         for script in [
-            "trap '' XFSZ; exec head -c 5000000 /dev/zero",
-            "trap '' XFSZ; head -c 5000000 /dev/zero; true",
+            "read go; trap '' XFSZ; exec head -c 5000000 /dev/zero",
+            "read go; trap '' XFSZ; head -c 5000000 /dev/zero; true",
         ] {
             let mut sink = Written::new("capped", usize::MAX);
             let budget = AtomicU64::new(1 << 20);
             let stopped = run(
                 &mut sh(script),
-                Vec::new(),
+                b"go\n".to_vec(),
                 Duration::from_secs(30),
                 &budget,
                 &mut sink,
