@@ -8,7 +8,7 @@
 
 use std::any::Any;
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -527,32 +527,40 @@ const CLUSTER_SCOPED: &[(&str, &str)] = &[
 /// `group/Kind`). Kinds nothing tells are namespaced, as kustomize's namespace transformer has it.
 pub struct Scopes {
     /// The configured `group/Kind`s and the render's cluster-scoped CRDs (the built-in kinds are
-    /// looked up in their table).
-    cluster: HashSet<(String, String)>,
-    namespaced: HashSet<(String, String)>,
+    /// looked up in their table), and the render's namespaced CRDs: groups by kind, so that a
+    /// document's kind and group are looked up as they are, without a key made for each.
+    cluster: HashMap<String, HashSet<String>>,
+    namespaced: HashMap<String, HashSet<String>>,
     any_group: HashSet<String>,
 }
 
 impl Scopes {
     pub fn new<'a>(configured: &[String], manifests: impl Iterator<Item = &'a Manifest>) -> Scopes {
         let mut scopes = Scopes {
-            cluster: HashSet::new(),
-            namespaced: HashSet::new(),
+            cluster: HashMap::new(),
+            namespaced: HashMap::new(),
             any_group: HashSet::new(),
+        };
+        let add = |set: &mut HashMap<String, HashSet<String>>, group: &str, kind: &str| {
+            set.entry(kind.to_string())
+                .or_default()
+                .insert(group.to_string());
         };
         for entry in configured {
             match entry.rsplit_once('/') {
-                Some((group, kind)) => scopes.cluster.insert((group.into(), kind.into())),
-                None => scopes.any_group.insert(entry.clone()),
-            };
+                Some((group, kind)) => add(&mut scopes.cluster, group, kind),
+                None => {
+                    scopes.any_group.insert(entry.clone());
+                }
+            }
         }
         for crd in manifests.filter_map(|m| m.head.crd.as_ref()) {
-            let key = (crd.group.clone(), crd.kind.clone());
-            if crd.cluster_scoped {
-                scopes.cluster.insert(key);
+            let set = if crd.cluster_scoped {
+                &mut scopes.cluster
             } else {
-                scopes.namespaced.insert(key);
-            }
+                &mut scopes.namespaced
+            };
+            add(set, &crd.group, &crd.kind);
         }
         scopes
     }
@@ -564,18 +572,16 @@ impl Scopes {
             return false;
         };
         let api = head.api_version.as_deref().unwrap_or("");
-        let key = (api.rsplit_once('/').map_or("", |(g, _)| g), kind);
-        // Sets of owned keys, asked only when they hold anything (most renders have no CRDs and
-        // configure nothing): the key is copied only then.
-        let owned = || (key.0.to_string(), key.1.to_string());
-        if !self.namespaced.is_empty() && self.namespaced.contains(&owned()) {
+        let group = api.rsplit_once('/').map_or("", |(g, _)| g);
+        let listed = |set: &HashMap<String, HashSet<String>>| {
+            set.get(kind).is_some_and(|groups| groups.contains(group))
+        };
+        if listed(&self.namespaced) {
             return true;
         }
         // The built-in table is sorted: found without a set built for every render.
-        let built_in = CLUSTER_SCOPED.binary_search(&key).is_ok();
-        !(built_in
-            || (!self.cluster.is_empty() && self.cluster.contains(&owned()))
-            || self.any_group.contains(kind))
+        let built_in = CLUSTER_SCOPED.binary_search(&(group, kind)).is_ok();
+        !(built_in || listed(&self.cluster) || self.any_group.contains(kind))
     }
 }
 
