@@ -39,6 +39,8 @@ pub struct Watch {
     dir: Option<File>,
     /// The thread's signal mask before.
     mask: libc::sigset_t,
+    /// Not `Send`: the signals go to the thread that made it, whose mask its drop restores.
+    _thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Watch {
@@ -62,6 +64,7 @@ impl Watch {
             signals: unsafe { OwnedFd::from_raw_fd(signals) },
             dir: None,
             mask,
+            _thread: std::marker::PhantomData,
         };
         let dir = File::open(dir).ok()?;
         let owner = OwnerEx {
