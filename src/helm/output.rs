@@ -1,15 +1,13 @@
 //! A release's output as Helm prints it. When the run passes its output on to stdout as it is
 //! (`render`, `argocd generate`), it goes into a file (the cache entry being written, or a file of
-//! its own). With two threads of work that file is made before Helm starts and is Helm's stdout
-//! itself: Helm's one large `write` goes into it at the speed of a copy, where through a pipe it
-//! waited for nyl to drain it, and nyl is told of the write ([`crate::process`]). With one, Helm
-//! prints into a pipe, the first megabyte is held, and the rest moved into the file by the
-//! kernel (`splice`). From [`STORE_FROM`] bytes on, a thread of its own follows the output in
-//! that file a part at a time (mapped, not copied out), split at the cuts [`yaml::cut`] allows,
-//! and classifies and hashes each part: the classifying overlaps Helm's exit (some milliseconds
-//! for a Go process of that size), and nyl holds about a megabyte of the output at a time
-//! instead of all of it; a smaller output is read back whole once Helm has ended. Other runs read
-//! the pipe into memory. All ways give the same documents.
+//! its own), made on a thread of its own while Helm starts and filled by the kernel from Helm's
+//! pipe (`splice`) as Helm prints; from [`STORE_FROM`] bytes on, a thread of its own follows it
+//! in that file a part at a time (mapped, not copied out), split at the cuts [`yaml::cut`]
+//! allows, and classifies and hashes each part. So Helm's single large `write` ends as soon as
+//! the pipe is drained, the classifying overlaps Helm's exit (some milliseconds for a Go process
+//! of that size) instead of holding Helm back, and nyl holds about a megabyte of the output at a
+//! time instead of all of it; a smaller output is read back whole once Helm has ended. Other runs
+//! read the pipe into memory. All ways give the same documents.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -37,7 +35,7 @@ pub const STORE_FROM: usize = 1 << 20;
 const PART_ON_TWO_THREADS: usize = 256 << 10;
 
 /// Where a large output goes.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Keep {
     /// In memory, whatever its size: the run reads every document (`-o json`, `diff`,
     /// `render-tree`, `validate`).
@@ -53,12 +51,10 @@ pub enum Keep {
 pub struct Reading {
     two_threads: bool,
     /// What is read and held: all of an output kept in memory, else what came before its file
-    /// was made.
+    /// was ready.
     pending: Vec<u8>,
-    /// How the file is to be made, once a megabyte is held (a run with one thread of work).
-    later: Option<Keep>,
-    /// Helm writes into the file itself.
-    direct: bool,
+    /// The file to be made, or being made.
+    making: Option<Making>,
     /// The file the output is written to, once made.
     spill: Option<Spill>,
     /// The thread that classifies a large output from its file as it is written.
@@ -67,11 +63,27 @@ pub struct Reading {
     started: Option<Box<dyn FnOnce() + Send>>,
 }
 
+/// The file an output goes to, before it is made.
+enum Making {
+    /// Made on a thread of its own while Helm starts: making a file can take a millisecond on a
+    /// busy ext4 (finding a free inode), which Helm's write would otherwise wait for.
+    Started(JoinHandle<io::Result<Spill>>),
+    /// Made when a megabyte is held, on the thread that reads (a run with one thread of work).
+    Later(Keep),
+}
+
+impl Drop for Reading {
+    /// A file still being made is removed with the reading, not after it.
+    fn drop(&mut self) {
+        if let Some(Making::Started(thread)) = self.making.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// The file an output is written to, and what it holds so far.
 pub struct Spill {
     pub file: Arc<File>,
-    /// The directory it is in (where Helm's writes are watched for).
-    pub dir: PathBuf,
     /// What a cache entry being written has beside its bytes; a file of its own has nothing.
     pub entry: Option<Unplaced>,
     pub len: usize,
@@ -97,21 +109,17 @@ impl Drop for Spill {
 impl Spill {
     /// A new file for an output kept as `keep` says: a new cache entry's, or a file of its own.
     fn create(keep: &Keep) -> io::Result<Spill> {
-        let (file, entry, dir) = match keep {
+        let (file, entry) = match keep {
             Keep::Entry(dir) => {
                 let tmp = temp_path(dir);
                 let file = new_file(&tmp)?;
                 let digest = BodyDigest::default();
-                (file, Some(Unplaced { tmp, digest }), dir.clone())
+                (file, Some(Unplaced { tmp, digest }))
             }
-            _ => {
-                let dir = std::env::temp_dir();
-                (scratch_file(&dir)?, None, dir)
-            }
+            _ => (scratch_file()?, None),
         };
         Ok(Spill {
             file: Arc::new(file),
-            dir,
             entry,
             len: 0,
         })
@@ -367,33 +375,29 @@ pub struct Read {
 }
 
 impl Reading {
-    /// A reading that keeps the output as `keep` says: in memory, or in a file that, with two
-    /// threads of work, is made now and written by Helm itself (with one, made once a megabyte
-    /// is held; a smaller output then stays in memory).
+    /// A reading that keeps the output as `keep` says: in memory, or in a file made on a thread
+    /// of its own while Helm starts (with one thread of work, once a megabyte is held; a
+    /// smaller output then stays in memory).
     pub fn new(keep: Keep, two_threads: bool) -> Reading {
-        let mut reading = Reading {
+        let making = match keep {
+            Keep::Memory => None,
+            keep if two_threads => {
+                let started = std::thread::Builder::new().spawn({
+                    let keep = keep.clone();
+                    move || Spill::create(&keep)
+                });
+                Some(started.map_or(Making::Later(keep), Making::Started))
+            }
+            keep => Some(Making::Later(keep)),
+        };
+        Reading {
             two_threads,
             pending: Vec::new(),
-            later: None,
-            direct: false,
+            making,
             spill: None,
             classifier: None,
             started: None,
-        };
-        match keep {
-            Keep::Memory => {}
-            keep if two_threads && crate::process::pidfds() => match Spill::create(&keep) {
-                Ok(spill) => {
-                    reading.spill = Some(spill);
-                    reading.direct = true;
-                }
-                Err(e) => {
-                    debug!("cannot keep helm's output in a file ({e}); holding it in memory");
-                }
-            },
-            keep => reading.later = Some(keep),
         }
-        reading
     }
 
     /// Calls `f` once Helm has started (not at all if it never does).
@@ -401,13 +405,20 @@ impl Reading {
         self.started = Some(Box::new(f));
     }
 
-    /// Makes the file, with what is held written into it first; an output whose file could not
-    /// be made stays in memory.
-    fn settle(&mut self) -> Result<(), String> {
-        let Some(keep) = self.later.take() else {
-            return Ok(());
+    /// Takes the file once it is made (waiting for it when `wait`), with what is held written
+    /// into it first; an output whose file could not be made stays in memory.
+    fn settle(&mut self, wait: bool) -> Result<(), String> {
+        let made = match self.making.take_if(|m| match m {
+            Making::Started(thread) => wait || thread.is_finished(),
+            Making::Later(_) => wait,
+        }) {
+            None => return Ok(()),
+            Some(Making::Later(keep)) => Spill::create(&keep),
+            Some(Making::Started(thread)) => thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the thread making it panicked"))),
         };
-        match Spill::create(&keep) {
+        match made {
             Ok(mut spill) => {
                 spill.put(&self.pending).map_err(|e| not_written(&e))?;
                 self.pending = Vec::new();
@@ -437,6 +448,9 @@ impl Reading {
 
     /// The output, once Helm has ended well.
     pub fn finish(mut self) -> Result<Read, Failure> {
+        // A file not made yet is not made for a small output.
+        self.making.take_if(|m| matches!(m, Making::Later(_)));
+        self.settle(true).map_err(Failure::Failed)?;
         let Some(mut spill) = self.spill.take() else {
             let raw = String::from_utf8(std::mem::take(&mut self.pending))
                 .map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
@@ -524,10 +538,8 @@ impl Classifier {
 
 impl Sink for Reading {
     fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
-        // Held until a megabyte would be: then the file is made (a small output has none).
-        if self.pending.len() + bytes.len() >= STORE_FROM {
-            self.settle()?;
-        }
+        // Held until the file is made, unless that would hold a megabyte.
+        self.settle(self.pending.len() + bytes.len() >= STORE_FROM)?;
         match &mut self.spill {
             Some(spill) => spill.put(bytes).map_err(|e| not_written(&e))?,
             None => self.pending.extend_from_slice(bytes),
@@ -550,11 +562,6 @@ impl Sink for Reading {
         if let Some(classifier) = &self.classifier {
             classifier.progress.update(|w| w.ended = true);
         }
-    }
-
-    fn stdout_file(&self) -> Option<(&File, &Path)> {
-        let spill = self.spill.as_ref().filter(|_| self.direct)?;
-        Some((&spill.file, &spill.dir))
     }
 
     fn moved(&mut self, n: usize) -> Result<(), String> {
@@ -595,15 +602,16 @@ fn utf8(bytes: &[u8]) -> Result<&str, String> {
 
 /// A file without a name in the temporary directory (`O_TMPFILE`), or, where the file system
 /// cannot make one, a new file removed at once: either way it goes when nyl closes it.
-fn scratch_file(dir: &Path) -> io::Result<File> {
+fn scratch_file() -> io::Result<File> {
+    let dir = std::env::temp_dir();
     let unnamed = File::options()
         .read(true)
         .write(true)
         .custom_flags(libc::O_TMPFILE)
         .mode(0o600)
-        .open(dir);
+        .open(&dir);
     unnamed.or_else(|_| {
-        let path = temp_path(dir);
+        let path = temp_path(&dir);
         let file = new_file(&path)?;
         fs::remove_file(&path)?;
         Ok(file)
@@ -683,11 +691,10 @@ mod tests {
         }
     }
 
-    /// The ways Helm's output comes: with two threads, written by the child into the entry's
-    /// file itself; with one, the rest of its stdout moved into the file from its pipe. Either
-    /// way classified and hashed as it arrives.
+    /// The way Helm's output comes: the rest of a child's stdout moved into the entry's file
+    /// from its pipe, classified and hashed as it arrives.
     #[test]
-    fn a_large_output_from_a_child_is_the_output_read_whole() {
+    fn a_large_output_moved_from_a_childs_pipe_is_the_output_read_whole() {
         let dir = std::env::temp_dir().join(format!("nyl-output-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         for (i, (raw, two_threads)) in outputs()

@@ -2,14 +2,10 @@
 //! enters nyl.
 //!
 //! - Each child runs in its own process group, so that stopping it stops whatever it started.
-//! - Its stdout is held to a byte budget the caller shares between the runs of one render; past
-//!   it, or past the deadline, the group is killed and the run fails. Stdout is a pipe whose
-//!   pieces go to the caller's sink as they are read (moved by the kernel into the sink's file
-//!   once it keeps the output in one), or, for a sink that has its file ready before the start,
-//!   that file itself: the child writes into it without waiting on nyl to drain a pipe (for
-//!   Helm's one large write of megabytes, the difference between about 1 and 4 ms), and nyl is
-//!   told of each write by [`watch`] and classifies the output while Helm exits. The file's
-//!   size is capped at what is left of the budget (`RLIMIT_FSIZE`).
+//! - Its stdout is read against a byte budget the caller shares between the runs of one render;
+//!   past it, or past the deadline, the group is killed and the run fails. Each piece read goes
+//!   to the caller's sink as it arrives, or, once the sink keeps the output in a file, is moved
+//!   there by the kernel (a release's output is classified while Helm prints it).
 //! - Of its stderr only the first [`STDERR_KEEP`] bytes are kept, plus a count of the rest: a
 //!   chart's 50 MB `fail` message is not a 50 MB diagnostic.
 //! - SIGTERM, SIGINT and SIGHUP to nyl kill the groups of the children still running before nyl
@@ -18,19 +14,14 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{mpsc, Once};
 use std::time::{Duration, Instant};
 
-use tracing::{debug, warn};
-
-mod watch;
-
-pub use watch::pidfds;
+use tracing::warn;
 
 /// How much of a child's stderr is kept: more than any real error message needs.
 pub const STDERR_KEEP: usize = 8 << 10;
@@ -64,13 +55,6 @@ pub trait Sink: Send {
 
     /// The child has started (it runs the program it was given).
     fn started(&mut self) {}
-
-    /// A file the child's stdout is to be opened on, and the directory it is in: the child then
-    /// writes into it itself, and [`Sink::moved`] says how far. `None`: a pipe, read into the
-    /// sink. Only for a child nyl can follow by a pidfd ([`pidfds`]).
-    fn stdout_file(&self) -> Option<(&File, &Path)> {
-        None
-    }
 }
 
 impl<F: FnMut(&[u8]) -> Result<(), String> + Send> Sink for F {
@@ -121,33 +105,13 @@ pub fn run(
     sink: &mut dyn Sink,
 ) -> Result<Finished, Stopped> {
     let deadline = Instant::now() + timeout;
-    // The file the child writes its stdout into, and the watch on its directory, made before the
-    // start so that no write goes unseen.
-    let into = match sink.stdout_file() {
-        Some((file, dir)) => Some((file.try_clone().map_err(Stopped::Io)?, dir.to_path_buf())),
-        None => None,
-    };
-    let watch = into.as_ref().and_then(|(_, dir)| {
-        let watch = watch::Watch::new(dir);
-        if watch.is_none() {
-            debug!(dir = %dir.display(), "no dnotify here: the output is classified once Helm has ended");
-        }
-        watch
-    });
-    let stdout = match &into {
-        Some((file, _)) => Stdio::from(file.try_clone().map_err(Stopped::Io)?),
-        None => Stdio::piped(),
-    };
     let (mut child, group) = Group::spawn(
         cmd.stdin(Stdio::piped())
-            .stdout(stdout)
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0),
     )
     .map_err(Stopped::Io)?;
-    if into.is_some() {
-        cap_file_size(&child, budget);
-    }
     sink.started();
     let (input, output, errors) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     std::thread::scope(|scope| {
@@ -159,25 +123,20 @@ pub fn run(
             });
         }
         let errors = scope.spawn(move || errors.map(read_head).unwrap_or_default());
-        let ended = match into {
-            Some((file, _)) => follow(&mut child, &file, watch.as_ref(), deadline, budget, sink),
-            None => {
-                let (sender, receiver) = mpsc::channel();
-                scope.spawn(move || {
-                    let _ = sender.send(output.map_or(Ok(()), |o| read_budgeted(o, budget, sink)));
-                });
-                match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                    Ok(Ok(())) => match exit_by(&mut child, deadline) {
-                        Ok(Some(status)) => Ok(status),
-                        Ok(None) => Err(Stopped::TimedOut),
-                        Err(e) => Err(Stopped::Io(e)),
-                    },
-                    Ok(Err(stopped)) => Err(stopped),
-                    Err(_) => Err(Stopped::TimedOut),
-                }
-            }
+        let (sender, receiver) = mpsc::channel();
+        scope.spawn(move || {
+            let _ = sender.send(output.map_or(Ok(()), |o| read_budgeted(o, budget, sink)));
+        });
+        let ended = match receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            Ok(Ok(())) => match exit_by(&mut child, deadline) {
+                Ok(Some(status)) => Ok(status),
+                Ok(None) => Err(Stopped::TimedOut),
+                Err(e) => Err(Stopped::Io(e)),
+            },
+            Ok(Err(stopped)) => Err(stopped),
+            Err(_) => Err(Stopped::TimedOut),
         };
-        drop(watch);
         if ended.is_err() {
             // Not reaped yet, so the group's id cannot have been reused.
             group.kill();
@@ -191,109 +150,6 @@ pub fn run(
             stderr: errors.join().unwrap_or_default(),
         })
     })
-}
-
-/// Caps the size of any file `child` writes at what is left of `budget`, and a byte: a child
-/// that prints past it is cut there (Helm then ends well, its write's error unreported), and the
-/// byte over tells [`follow`] so. Set from outside once the child runs (a limit set before the
-/// start would need a `fork` in place of the spawn), and before its stdin is written: Helm reads
-/// its values from stdin to the end before it prints anything. A process the child started before
-/// (a wrapper script that runs helm without `exec`) is not capped; the run still fails and is
-/// killed at the first write past the budget that [`follow`] sees, or at its end.
-fn cap_file_size(child: &Child, budget: &AtomicU64) {
-    let cap = budget.load(Ordering::Relaxed).saturating_add(1);
-    let limit = libc::rlimit {
-        rlim_cur: cap,
-        rlim_max: cap,
-    };
-    let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
-    // SAFETY: prlimit reads the limit given and touches no other memory.
-    if unsafe {
-        libc::prlimit(
-            pid,
-            libc::RLIMIT_FSIZE,
-            &raw const limit,
-            std::ptr::null_mut(),
-        )
-    } != 0
-    {
-        debug!(
-            "cannot cap the size of Helm's output file: {}",
-            io::Error::last_os_error()
-        );
-    }
-}
-
-/// Follows a child that writes its stdout into `file` until it ends: each write `watch` tells
-/// of, and the end, give the sink the bytes that came (taken from `budget` first). Returns the
-/// child's exit status.
-fn follow(
-    child: &mut Child,
-    file: &File,
-    watch: Option<&watch::Watch>,
-    deadline: Instant,
-    budget: &AtomicU64,
-    sink: &mut dyn Sink,
-) -> Result<ExitStatus, Stopped> {
-    let exited: OwnedFd = watch::pidfd(child.id()).map_err(Stopped::Io)?;
-    let mut seen = 0u64;
-    let mut grew = |sink: &mut dyn Sink| -> Result<(), Stopped> {
-        let len = file.metadata().map_err(Stopped::Io)?.len();
-        if len > seen {
-            let n = len - seen;
-            budget
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                    left.checked_sub(n)
-                })
-                .map_err(|_| Stopped::OutputTooLarge)?;
-            seen = len;
-            sink.moved(usize::try_from(n).map_err(|_| Stopped::OutputTooLarge)?)
-                .map_err(Stopped::Refused)?;
-        }
-        Ok(())
-    };
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(Stopped::TimedOut);
-        }
-        let mut fds = [
-            libc::pollfd {
-                fd: exited.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: watch.map_or(-1, watch::Watch::fd),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // Rounded up: a wait that ends a moment before the deadline would only wait again.
-        let ms = libc::c_int::try_from(left.as_millis() + 1).unwrap_or(libc::c_int::MAX);
-        // SAFETY: poll reads and writes only the array given, of the length given.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
-        if ready < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(Stopped::Io(e));
-        }
-        if fds[1].revents != 0 {
-            if let Some(watch) = watch {
-                watch.drain();
-            }
-            grew(sink)?;
-        }
-        if fds[0].revents != 0 {
-            let status = child.try_wait().map_err(Stopped::Io)?;
-            let Some(status) = status else { continue };
-            grew(sink)?;
-            sink.ended();
-            return Ok(status);
-        }
-    }
 }
 
 /// The child's exit status once it has exited, `None` if it is still running at `deadline`.
@@ -691,128 +547,6 @@ mod tests {
         assert!(done.status.success());
         assert_eq!((sink.out.as_slice(), sink.ended), (&b"abc"[..], 1));
         std::fs::remove_file(&flag).unwrap();
-    }
-
-    /// A sink whose file is the child's stdout, in `dir`; once it has been given `flag_at`
-    /// bytes, it makes `flag`.
-    struct Written {
-        file: File,
-        dir: std::path::PathBuf,
-        moved: usize,
-        ended: usize,
-        flag: std::path::PathBuf,
-        flag_at: usize,
-    }
-
-    impl Written {
-        fn new(name: &str, flag_at: usize) -> Written {
-            let dir = std::env::temp_dir().join(format!("nyl-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            let file = File::options()
-                .create_new(true)
-                .read(true)
-                .write(true)
-                .open(dir.join("out"))
-                .unwrap();
-            Written {
-                file,
-                flag: dir.join("flag"),
-                dir,
-                moved: 0,
-                ended: 0,
-                flag_at,
-            }
-        }
-    }
-
-    impl Sink for Written {
-        fn push(&mut self, _: &[u8]) -> Result<(), String> {
-            Err("a piece was read from a pipe".into())
-        }
-        fn stdout_file(&self) -> Option<(&File, &Path)> {
-            Some((&self.file, &self.dir))
-        }
-        fn moved(&mut self, n: usize) -> Result<(), String> {
-            self.moved += n;
-            if self.moved >= self.flag_at {
-                File::create(&self.flag).unwrap();
-            }
-            Ok(())
-        }
-        fn ended(&mut self) {
-            self.ended += 1;
-        }
-    }
-
-    #[test]
-    fn a_child_writing_into_the_file_is_followed_as_it_writes() {
-        // The child prints, then waits for the sink to have been given all of it: were the
-        // write seen only at the exit, the run would time out.
-        let mut sink = Written::new("followed", 3_400_000);
-        let script = format!(
-            "yes 0123456789abcdef | head -n 200000; while [ ! -e {} ]; do sleep 0.01; done",
-            sink.flag.display()
-        );
-        let budget = AtomicU64::new(u64::MAX);
-        let done = run(
-            &mut sh(&script),
-            b"ignored".to_vec(),
-            Duration::from_secs(20),
-            &budget,
-            &mut sink,
-        )
-        .unwrap();
-        assert!(done.status.success());
-        assert_eq!((sink.moved, sink.ended), (3_400_000, 1));
-        assert_eq!(u64::MAX - budget.into_inner(), 3_400_000);
-        let written = std::fs::read(sink.dir.join("out")).unwrap();
-        assert_eq!(written, "0123456789abcdef\n".repeat(200_000).as_bytes());
-        std::fs::remove_dir_all(&sink.dir).unwrap();
-    }
-
-    #[test]
-    fn a_child_writing_into_the_file_is_held_to_the_budget_and_the_deadline() {
-        // Past the budget, the file is cut a byte after it, whatever the child does then (`head`
-        // fails; Helm ends well with its output cut, as the second does): the run fails. Each
-        // prints only once it has read its stdin, as Helm reads its values first: the cap is
-        // set before stdin is written. (With SIGXFSZ not ignored, the child would end by it.)
-        for script in [
-            "read go; trap '' XFSZ; exec head -c 5000000 /dev/zero",
-            "read go; trap '' XFSZ; head -c 5000000 /dev/zero; true",
-        ] {
-            let mut sink = Written::new("capped", usize::MAX);
-            let budget = AtomicU64::new(1 << 20);
-            let stopped = run(
-                &mut sh(script),
-                b"go\n".to_vec(),
-                Duration::from_secs(30),
-                &budget,
-                &mut sink,
-            );
-            assert!(
-                matches!(stopped, Err(Stopped::OutputTooLarge)),
-                "{stopped:?}"
-            );
-            let len = std::fs::metadata(sink.dir.join("out")).unwrap().len();
-            assert_eq!(len, (1 << 20) + 1, "{script}");
-            std::fs::remove_dir_all(&sink.dir).unwrap();
-        }
-        let mut sink = Written::new("late", usize::MAX);
-        let started = Instant::now();
-        let stopped = run(
-            &mut sh("printf abc; exec sleep 30"),
-            Vec::new(),
-            Duration::from_millis(300),
-            &AtomicU64::new(u64::MAX),
-            &mut sink,
-        );
-        assert!(matches!(stopped, Err(Stopped::TimedOut)), "{stopped:?}");
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the child was stopped"
-        );
-        std::fs::remove_dir_all(&sink.dir).unwrap();
     }
 
     #[test]
