@@ -134,3 +134,56 @@ fn a_large_release_is_passed_on_as_helm_printed_it_from_its_file() {
     assert_eq!(status, 0, "{stderr}");
     assert_eq!(json.matches("\"name\": \"flow-b-").count(), 700);
 }
+
+/// A file nyl cannot write Helm's output into fails the render, with nothing on stdout: never an
+/// exit 0 with the output cut. Provoked with a file size limit (`RLIMIT_FSIZE`) below the
+/// output, as a full disk would. (Helm itself, its stdout a file that a write fails on, exits 0
+/// with the file cut: the reason nyl writes the file itself, docs/performance.md, 2026-12-04.)
+#[test]
+fn an_output_file_that_cannot_be_written_fails_the_render() {
+    use std::os::unix::process::CommandExt;
+    let repo = root().join("tests/fixtures/passthrough");
+    for extra in [None, Some("--no-cache")] {
+        let cache = tempdir("passthrough-unwritable-cache");
+        let home = tempdir("home");
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nyl"));
+        cmd.current_dir(&repo)
+            .args(["render", "apps/large.yaml"])
+            .args(extra)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NYL_HELM", super::helm())
+            .env("HOME", &home)
+            .env("NYL_CACHE_DIR", &cache)
+            .env("TMPDIR", &cache);
+        // SAFETY: setrlimit between fork and exec touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 512 << 10,
+                    rlim_max: 512 << 10,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &raw const limit) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        let out = cmd.output().expect("run nyl");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "{extra:?}: {} bytes printed",
+            out.stdout.len()
+        );
+        assert!(
+            stderr.contains("error helm_failed:")
+                && stderr.contains("cannot move Helm's output into a file"),
+            "{extra:?}: {stderr}"
+        );
+        std::fs::remove_dir_all(&cache).ok();
+        std::fs::remove_dir_all(&home).ok();
+    }
+}
