@@ -359,18 +359,21 @@ impl Drop for Group {
     }
 }
 
+/// Ignores SIGXFSZ: a file past the operator's `RLIMIT_FSIZE` (a cache entry, a render-tree
+/// output) then fails its write with `EFBIG` and the run with a message, where the signal would
+/// end nyl halfway without one. Children inherit that, as Helm, a Go program, ignores it anyway.
+pub fn fail_writes_past_the_file_size_limit() {
+    // SAFETY: setting a signal to be ignored touches no memory and runs no handler.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 /// Installs the handler for SIGTERM, SIGINT and SIGHUP: it kills every running child's group,
-/// then nyl ends by the signal as it would have without the handler. SIGXFSZ is ignored: a file
-/// past the operator's `RLIMIT_FSIZE` (a cache entry, a render-tree output) then fails its write
-/// with `EFBIG` and the run with a message, where the signal would end nyl halfway without one.
-/// Children inherit that, as Helm, a Go program, ignores it anyway.
+/// then nyl ends by the signal as it would have without the handler.
 pub fn stop_children_on_signals() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
-        // SAFETY: setting a signal to be ignored touches no memory and runs no handler.
-        unsafe {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-        }
         for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
             // SAFETY: the action is fully initialised; the handler only loads atomics and calls
             // kill(2) and raise(3), which are async-signal-safe.

@@ -191,6 +191,7 @@ enum Format {
 
 pub fn main() -> ExitCode {
     process::stop_children_on_signals();
+    process::fail_writes_past_the_file_size_limit();
     let parsed = Cli::command()
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));

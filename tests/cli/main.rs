@@ -86,14 +86,8 @@ pub fn nyl(dir: &Path, args: &[String], env: &[(String, String)]) -> (i32, Strin
     nyl_with_stdin(dir, args, env, None)
 }
 
-/// [`nyl`], with `stdin` as its standard input (else an empty one).
-pub fn nyl_with_stdin(
-    dir: &Path,
-    args: &[String],
-    env: &[(String, String)],
-    stdin: Option<&str>,
-) -> (i32, String, String) {
-    use std::io::Write;
+/// The command [`nyl`] runs: `nyl` in `dir` with a clean environment.
+pub fn nyl_command(dir: &Path, args: &[String], env: &[(String, String)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nyl"));
     cmd.current_dir(dir).args(args).env_clear();
     if let Ok(path) = std::env::var("PATH") {
@@ -103,9 +97,20 @@ pub fn nyl_with_stdin(
     // tools/, else whatever is on PATH; tests that need it fail without it, never skip.
     cmd.env("NYL_HELM", helm());
     // Helm writes its caches under HOME; every run gets a fresh one.
-    let home = tempdir("home");
-    cmd.env("HOME", &home);
+    cmd.env("HOME", tempdir("home"));
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    cmd
+}
+
+/// [`nyl`], with `stdin` as its standard input (else an empty one).
+pub fn nyl_with_stdin(
+    dir: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    stdin: Option<&str>,
+) -> (i32, String, String) {
+    use std::io::Write;
+    let mut cmd = nyl_command(dir, args, env);
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());

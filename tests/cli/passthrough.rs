@@ -143,19 +143,17 @@ fn a_large_release_is_passed_on_as_helm_printed_it_from_its_file() {
 fn an_output_file_that_cannot_be_written_fails_the_render() {
     use std::os::unix::process::CommandExt;
     let repo = root().join("tests/fixtures/passthrough");
-    for extra in [None, Some("--no-cache")] {
+    for line in [
+        "render apps/large.yaml",
+        "render --no-cache apps/large.yaml",
+    ] {
         let cache = tempdir("passthrough-unwritable-cache");
-        let home = tempdir("home");
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nyl"));
-        cmd.current_dir(&repo)
-            .args(["render", "apps/large.yaml"])
-            .args(extra)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("NYL_HELM", super::helm())
-            .env("HOME", &home)
-            .env("NYL_CACHE_DIR", &cache)
-            .env("TMPDIR", &cache);
+        let dir = cache.display().to_string();
+        let env = [
+            ("NYL_CACHE_DIR".to_string(), dir.clone()),
+            ("TMPDIR".to_string(), dir),
+        ];
+        let mut cmd = super::nyl_command(&repo, &args(line), &env);
         // SAFETY: setrlimit between fork and exec touches no memory of the parent.
         unsafe {
             cmd.pre_exec(|| {
@@ -172,18 +170,17 @@ fn an_output_file_that_cannot_be_written_fails_the_render() {
         }
         let out = cmd.output().expect("run nyl");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(1), "{line}: {stderr}");
         assert!(
             out.stdout.is_empty(),
-            "{extra:?}: {} bytes printed",
+            "{line}: {} bytes printed",
             out.stdout.len()
         );
         assert!(
             stderr.contains("error helm_failed:")
                 && stderr.contains("cannot move Helm's output into a file"),
-            "{extra:?}: {stderr}"
+            "{line}: {stderr}"
         );
         std::fs::remove_dir_all(&cache).ok();
-        std::fs::remove_dir_all(&home).ok();
     }
 }
