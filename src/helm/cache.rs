@@ -15,10 +15,11 @@
 //!   [`inputs`]), and a bit of the `seen` file for them is set as an entry is placed: a render
 //!   whose bit is not set cannot be found, so Helm starts before the chart is hashed (its
 //!   milliseconds then overlap Helm's run instead of preceding it).
-//! - Keys and entry digests are BLAKE3 (256 bits, collision-resistant, several times faster than
-//!   SHA-256 on the megabytes of a large chart and its output).
+//! - Keys are BLAKE3 (256 bits, collision-resistant, several times faster than SHA-256 on the
+//!   megabytes of a large chart): a key names what an entry is the render of. An entry's digest
+//!   only finds damage, and is XXH3 (128 bits; [`crate::helm::digest`] says why).
 //! - An entry is the output as classified: Helm's bytes, then the index of its documents
-//!   ([`Output::index`], binary), then a trailer of fixed length, `nyl-cache-v7 <key> <digest>
+//!   ([`Output::index`], binary), then a trailer of fixed length, `nyl-cache-v8 <key> <digest>
 //!   <index length> <output length>\n` (lengths of 20 digits), verified whole against its
 //!   digest on every read: a corrupt, truncated or misplaced entry is a miss and a warning,
 //!   never wrong output. The digest goes by blocks of the body ([`BodyDigest`]), so a write
@@ -53,17 +54,17 @@ use std::time::{Duration, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use crate::helm::digest::{joined, BodyDigest, BLOCK};
+use crate::helm::digest::{self, joined, BodyDigest, Digest, BLOCK};
 use crate::helm::output::{temp_path, Keep, Read as ReadOutput, Reading, Spill, STORE_FROM};
 use crate::helm::{create_private_dir, Failure, Helm, Template};
 use nyl_core::expansion::manifest::{Output, Raw, Stored};
 use nyl_core::parallel;
 use nyl_core::project::objects::ChartSource;
 
-const MAGIC: &str = "nyl-cache-v7";
-/// The length of an entry's trailer: magic, key and digest (64 hex digits each), two lengths of
-/// 20 digits, the spaces between and a line break.
-const TRAILER: usize = MAGIC.len() + 1 + 64 + 1 + 64 + 1 + 20 + 1 + 20 + 1;
+const MAGIC: &str = "nyl-cache-v8";
+/// The length of an entry's trailer: magic, key (64 hex digits), digest (32), two lengths of 20
+/// digits, the spaces between and a line break.
+const TRAILER: usize = MAGIC.len() + 1 + 64 + 1 + 32 + 1 + 20 + 1 + 20 + 1;
 /// How stale an entry's use time may get before a hit moves it: eviction goes by the day, and
 /// the renders of a busy day write nothing.
 const USE_REFRESH: Duration = Duration::from_secs(24 * 3600);
@@ -766,7 +767,7 @@ fn complete(dir: &Path, mut spill: Spill, key: &str, index: &[u8]) -> io::Result
 fn trailer(key: &str, digest: &BodyDigest, index_len: usize, raw_len: usize) -> String {
     let trailer = format!(
         "{MAGIC} {key} {} {index_len:020} {raw_len:020}\n",
-        digest.finalize().to_hex(),
+        digest::to_hex(digest.finalize()),
     );
     debug_assert_eq!(trailer.len(), TRAILER);
     trailer
@@ -1072,7 +1073,7 @@ fn read_entry(
     {
         return None;
     }
-    let digest = blake3::Hash::from_hex(digest).ok()?;
+    let digest = digest::from_hex(digest)?;
     let workers = parallel::workers_for(body, parallel::WORTH_A_THREAD, || two_threads);
     let entry = Body {
         raw_len,
@@ -1090,7 +1091,7 @@ fn read_entry(
 struct Body {
     raw_len: usize,
     index_len: usize,
-    digest: blake3::Hash,
+    digest: Digest,
 }
 
 /// A large entry's output left in its file: the blocks read and hashed a few at a time, then the
@@ -1101,9 +1102,9 @@ fn read_in_place(file: &fs::File, given: &Body, workers: usize) -> Option<Output
     let digests = parallel::map(&blocks, workers, |buf: &mut Vec<u8>, &i| {
         buf.resize(BLOCK.min(body - i * BLOCK), 0);
         file.read_exact_at(buf, (i * BLOCK) as u64).ok()?;
-        Some(blake3::hash(buf))
+        Some(digest::block(buf))
     });
-    if joined(digests.into_iter().collect::<Option<Vec<_>>>()?) != given.digest {
+    if joined(&digests.into_iter().collect::<Option<Vec<_>>>()?) != given.digest {
         return None;
     }
     // Entries are never written after their rename: what was verified is what is read.
@@ -1137,8 +1138,8 @@ fn read_whole(file: &fs::File, given: &Body, workers: usize) -> Option<Output> {
     left?;
     right?;
     let blocks: Vec<&[u8]> = entry.chunks(BLOCK).collect();
-    let digests = parallel::map(&blocks, workers, |(): &mut (), block| blake3::hash(block));
-    if joined(digests) != given.digest {
+    let digests = parallel::map(&blocks, workers, |(): &mut (), block| digest::block(block));
+    if joined(&digests) != given.digest {
         return None;
     }
     // Helm's bytes are checked to be UTF-8 on one thread while the index is decoded on the

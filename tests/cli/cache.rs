@@ -404,9 +404,10 @@ fn forge(cache: &Path) {
         let index = [1, 0, yaml.len() as u8, 1, 0, 0];
         let body = [yaml.as_bytes(), &index].concat();
         // The digest of the digests of its blocks: one block, as the body is short.
-        let digest = blake3::hash(blake3::hash(&body).as_bytes()).to_hex();
+        let block = xxhash_rust::xxh3::xxh3_128(&body).to_le_bytes();
+        let digest = xxhash_rust::xxh3::xxh3_128(&block);
         let trailer = format!(
-            "nyl-cache-v7 {key} {digest} {:020} {:020}\n",
+            "nyl-cache-v8 {key} {digest:032x} {:020} {:020}\n",
             index.len(),
             yaml.len()
         );
