@@ -57,6 +57,19 @@ pub(crate) fn is_glob_app(session: &Session, name: &str, dir: &std::path::Path) 
         .any(|(glob, _)| glob.matches(&rel))
 }
 
+/// Whether the directory `dir` (canonical) may be or hold one of the apps that the `spec.apps`
+/// globs of the DeploymentTarget `name` match; `false` only when none of them can reach it, known
+/// without scanning the repository (a directory the scan does not list holds nothing it lists).
+pub(crate) fn may_hold_glob_apps(session: &Session, name: &str, dir: &std::path::Path) -> bool {
+    let Some(rel) = Tree::listed(&session.project, dir) else {
+        return dir == session.project.root;
+    };
+    let targets = session.project.targets.iter().filter(|t| t.name == name);
+    targets
+        .flat_map(|t| &t.apps)
+        .any(|(glob, _)| glob.may_match_within(&rel))
+}
+
 /// What a DeploymentTarget's `spec.apps` globs match (files whose directory is matched too left
 /// out), and `apps_glob_unmatched` for each glob that matches nothing.
 pub(crate) fn glob_apps(

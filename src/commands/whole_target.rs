@@ -88,6 +88,17 @@ fn plan(
     if narrowing && inputs.paths.iter().any(is_app) {
         return (Plan::Paths(Some(run)), Vec::new());
     }
+    // Nor when no glob of the target can reach one of the directories and no layout can claim
+    // apps (those are found by a walk of their own): it holds none of the target's apps, as the
+    // scan, a walk of the whole repository, would find.
+    let may_hold = |dir: &PathBuf| {
+        let real = session.project.inside(dir);
+        real.is_ok_and(|real| target_apps::may_hold_glob_apps(&session, target, &real))
+    };
+    let no_layouts = session.project.config.layouts.is_empty();
+    if narrowing && no_layouts && !inputs.paths.iter().all(may_hold) {
+        return (Plan::Paths(Some(run)), Vec::new());
+    }
     let mut own = session.run_diagnostics.clone();
     let scan = scan::Tree::scan(&session.project, &session.project.root);
     let layout_apps = session.layout_apps();

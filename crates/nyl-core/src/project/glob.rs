@@ -57,6 +57,15 @@ impl Glob {
             Matcher::Set(set) => set.is_match(path),
         }
     }
+
+    /// Whether the glob can match `dir` or a path below it; `true` when only `globset` could
+    /// tell. What lets a directory that no glob reaches go without a walk of the repository.
+    pub fn may_match_within(&self, dir: &str) -> bool {
+        match &self.matcher {
+            Matcher::Segments(segments) => ends_within(segments, dir.trim_end_matches('/')),
+            Matcher::Set(_) => true,
+        }
+    }
 }
 
 /// The glob's segments: `./apps/web` and `apps/web/` name the same paths as `apps/web`.
@@ -112,26 +121,54 @@ fn segments(normalized: &[&str]) -> Option<Vec<Segment>> {
 /// Whether `path` (without a trailing `/`) matches the segments.
 fn matches_segments(pattern: &[Segment], path: &str) -> bool {
     let path: Vec<&[u8]> = path.split('/').map(str::as_bytes).collect();
-    // The positions in `path` that the pattern's segments so far can end at.
-    let mut at = vec![false; path.len() + 1];
-    at[0] = true;
+    let mut at = starts(path.len());
     for segment in pattern {
-        let mut next = vec![false; path.len() + 1];
-        for i in (0..=path.len()).filter(|&i| at[i]) {
-            match segment {
-                Segment::AnyDepth => {
-                    next[i..].fill(true);
-                }
-                Segment::Within(p) => {
-                    if path.get(i).is_some_and(|s| within(p, s)) {
-                        next[i + 1] = true;
-                    }
+        at = step(segment, &path, &at);
+    }
+    at[path.len()]
+}
+
+/// Whether some first segments of the pattern match all of `dir` (the rest can then match a
+/// path below it: every segment matches some name) or `dir` is the project root.
+fn ends_within(pattern: &[Segment], dir: &str) -> bool {
+    if dir.is_empty() {
+        return true;
+    }
+    let dir: Vec<&[u8]> = dir.split('/').map(str::as_bytes).collect();
+    let mut at = starts(dir.len());
+    for segment in pattern {
+        if at[dir.len()] {
+            return true;
+        }
+        at = step(segment, &dir, &at);
+    }
+    at[dir.len()]
+}
+
+/// Where in a path of `len` segments no pattern segment has been matched yet: at its start.
+fn starts(len: usize) -> Vec<bool> {
+    let mut at = vec![false; len + 1];
+    at[0] = true;
+    at
+}
+
+/// The positions in `path` that the pattern's segments so far, then `segment`, can end at,
+/// from those (`at`) that the segments so far can end at.
+fn step(segment: &Segment, path: &[&[u8]], at: &[bool]) -> Vec<bool> {
+    let mut next = vec![false; path.len() + 1];
+    for i in (0..=path.len()).filter(|&i| at[i]) {
+        match segment {
+            Segment::AnyDepth => {
+                next[i..].fill(true);
+            }
+            Segment::Within(p) => {
+                if path.get(i).is_some_and(|s| within(p, s)) {
+                    next[i + 1] = true;
                 }
             }
         }
-        at = next;
     }
-    at[path.len()]
+    next
 }
 
 /// Whether one segment's text matches a segment pattern of literal bytes, `*` and `?`: the
@@ -255,6 +292,45 @@ mod tests {
             }
         }
         assert!(compared > 100_000, "{compared}");
+    }
+
+    #[test]
+    fn a_glob_may_match_within_a_directory_exactly_when_it_matches_the_directory_or_below() {
+        let parts = ["a", "ab", "*", "?", "**", "a*", "*b?"];
+        let names = ["a", "ab", "abc"];
+        let joined = |items: &[&str], depth: usize| -> Vec<String> {
+            let mut seqs = vec![String::new()];
+            for _ in 0..depth {
+                seqs = seqs
+                    .iter()
+                    .flat_map(|s| items.iter().map(move |i| format!("{s}/{i}")))
+                    .collect();
+            }
+            seqs.into_iter().map(|s| s[1..].to_string()).collect()
+        };
+        let upto = |items: &[&str]| (1..=3).flat_map(|d| joined(items, d)).collect::<Vec<_>>();
+        let (patterns, dirs) = (upto(&parts), upto(&names));
+        for pattern in &patterns {
+            let glob = Glob::new(pattern).unwrap();
+            assert!(glob.may_match_within(""), "the root holds everything");
+            if !matches!(glob.matcher, Matcher::Segments(_)) {
+                // Only globset could tell: taken to reach anywhere.
+                assert!(dirs.iter().all(|dir| glob.may_match_within(dir)));
+                continue;
+            }
+            for dir in &dirs {
+                // A pattern of three segments matches at most three below the directory.
+                let below = std::iter::once(dir.clone())
+                    .chain(dirs.iter().map(|rest| format!("{dir}/{rest}")))
+                    .any(|path| glob.matches(&path));
+                assert_eq!(
+                    glob.may_match_within(dir),
+                    below,
+                    "glob {pattern:?}, dir {dir:?}"
+                );
+            }
+        }
+        assert!(Glob::new("x/{a,b}").unwrap().may_match_within("y"));
     }
 
     #[test]
