@@ -50,6 +50,14 @@ pub trait Sink: Send {
         Ok(())
     }
 
+    /// A move or read took less than it asks for, so the pipe is empty for now: the child is
+    /// not waiting on nyl to go on printing. A move takes what the pipe holds; a read goes on to
+    /// a chunk or the end, so without a file this is said at the end only. Said at the end of
+    /// stdout too, before [`Sink::ended`].
+    fn emptied(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Stdout has ended: nothing more comes, whatever the child's exit.
     fn ended(&mut self) {}
 
@@ -207,6 +215,7 @@ fn read_budgeted(
             ),
         };
         if n == 0 {
+            sink.emptied().map_err(Stopped::Refused)?;
             sink.ended();
             return Ok(());
         }
@@ -221,6 +230,9 @@ fn read_budgeted(
             sink.push(&chunk)
         }
         .map_err(Stopped::Refused)?;
+        if n < STDOUT_CHUNK {
+            sink.emptied().map_err(Stopped::Refused)?;
+        }
     }
 }
 
@@ -459,10 +471,12 @@ mod tests {
         cmd
     }
 
-    /// A sink that wants all of stdout in its file.
+    /// A sink that wants all of stdout in its file; it notes how much was moved each time the
+    /// pipe was found empty.
     struct IntoFile {
         file: File,
         moved: usize,
+        emptied: Vec<usize>,
     }
 
     impl Sink for IntoFile {
@@ -476,6 +490,40 @@ mod tests {
             self.moved += n;
             Ok(())
         }
+        fn emptied(&mut self) -> Result<(), String> {
+            self.emptied.push(self.moved);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_sink_is_told_each_time_a_splice_finds_the_pipe_empty() {
+        let path = std::env::temp_dir().join(format!("nyl-emptied-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let file = File::options()
+            .create_new(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut sink = IntoFile {
+            file,
+            moved: 0,
+            emptied: Vec::new(),
+        };
+        let budget = AtomicU64::new(u64::MAX);
+        // A pause between two pieces: each is taken as it comes, the pipe empty after it.
+        let script = "printf abc; sleep 0.2; printf de";
+        let done = run(
+            &mut sh(script),
+            Vec::new(),
+            Duration::from_secs(10),
+            &budget,
+            &mut sink,
+        )
+        .unwrap();
+        assert!(done.status.success());
+        assert_eq!(sink.emptied, [3, 5, 5], "after each piece, and at the end");
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
@@ -491,7 +539,11 @@ mod tests {
                 .append(append)
                 .open(&path)
                 .unwrap();
-            let mut sink = IntoFile { file, moved: 0 };
+            let mut sink = IntoFile {
+                file,
+                moved: 0,
+                emptied: Vec::new(),
+            };
             let budget = AtomicU64::new(u64::MAX);
             let done = run(
                 &mut sh("yes 0123456789abcdef | head -n 200000"),
@@ -512,16 +564,23 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    /// A sink that keeps what it is given and, once told that stdout ended, makes `flag`.
+    /// A sink that keeps what it is given and, once told that stdout ended, makes `flag`; it
+    /// notes how much it held each time the pipe was found empty.
     struct Flagging {
         out: Vec<u8>,
         flag: std::path::PathBuf,
         ended: usize,
+        emptied: Vec<usize>,
     }
 
     impl Sink for Flagging {
         fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
             self.out.extend_from_slice(bytes);
+            Ok(())
+        }
+        fn emptied(&mut self) -> Result<(), String> {
+            assert_eq!(self.ended, 0, "emptied after the end");
+            self.emptied.push(self.out.len());
             Ok(())
         }
         fn ended(&mut self) {
@@ -540,6 +599,7 @@ mod tests {
             out: Vec::new(),
             flag: flag.clone(),
             ended: 0,
+            emptied: Vec::new(),
         };
         let script = format!(
             "printf abc; exec >&-; while [ ! -e {} ]; do sleep 0.01; done",
@@ -556,6 +616,8 @@ mod tests {
         .unwrap();
         assert!(done.status.success());
         assert_eq!((sink.out.as_slice(), sink.ended), (&b"abc"[..], 1));
+        // A read takes up to a chunk or the end: the pipe is found empty at the end only.
+        assert_eq!(sink.emptied, [3, 3]);
         std::fs::remove_file(&flag).unwrap();
     }
 

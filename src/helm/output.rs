@@ -3,11 +3,13 @@
 //! its own), made on a thread of its own while Helm starts and filled by the kernel from Helm's
 //! pipe (`splice`) as Helm prints; from [`STORE_FROM`] bytes on, a thread of its own follows it
 //! in that file a part at a time (mapped, not copied out), split at the cuts [`yaml::cut`]
-//! allows, and classifies and hashes each part. So Helm's single large `write` ends as soon as
-//! the pipe is drained, the classifying overlaps Helm's exit (some milliseconds for a Go process
-//! of that size) instead of holding Helm back, and nyl holds about a megabyte of the output at a
-//! time instead of all of it; a smaller output is read back whole once Helm has ended. Other runs
-//! read the pipe into memory. All ways give the same documents.
+//! allows, and classifies and hashes each part. It follows only as far as the file was when
+//! Helm's pipe was last found empty: while Helm's single large `write` waits on the pipe, the
+//! drain has the core Helm does not use. So that write ends as soon as the pipe is drained, the
+//! classifying overlaps Helm's exit (some milliseconds for a Go process of that size) instead of
+//! holding Helm back, and nyl holds about a megabyte of the output at a time instead of all of
+//! it; a smaller output is read back whole once Helm has ended. Other runs read the pipe into
+//! memory. All ways give the same documents.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -544,7 +546,7 @@ impl Sink for Reading {
             Some(spill) => spill.put(bytes).map_err(|e| not_written(&e))?,
             None => self.pending.extend_from_slice(bytes),
         }
-        self.classify_when_large()
+        Ok(())
     }
 
     fn file(&self) -> Option<&File> {
@@ -568,6 +570,12 @@ impl Sink for Reading {
         if let Some(spill) = &mut self.spill {
             spill.len += n;
         }
+        Ok(())
+    }
+
+    // What is written is classified once Helm's pipe is empty, not while Helm waits on it to
+    // be drained: on two cores Helm's write, the drain and the classifying do not all run at once.
+    fn emptied(&mut self) -> Result<(), String> {
         self.classify_when_large()
     }
 }
@@ -675,14 +683,21 @@ mod tests {
     #[test]
     fn a_large_output_read_a_piece_at_a_time_is_the_output_read_whole() {
         // With two threads the file is made beside the reading (the first pieces may come
-        // before it is); with one, once a megabyte is held.
+        // before it is); with one, once a megabyte is held. The pipe is found empty after
+        // every piece (a child that prints as it goes), or only at the end (one large write).
         for two_threads in [true, false] {
             for raw in outputs() {
-                for piece in [4096, 300_000] {
+                for (piece, each) in [(4096, true), (300_000, true), (300_000, false)] {
                     let mut reading = Reading::new(Keep::Scratch, two_threads);
                     for chunk in raw.as_bytes().chunks(piece) {
                         reading.push(chunk).unwrap();
+                        if each {
+                            reading.emptied().unwrap();
+                        }
                     }
+                    reading.emptied().unwrap();
+                    let large = raw.len() >= STORE_FROM;
+                    assert_eq!(reading.classifier.is_some(), large, "classified behind");
                     let read = reading.finish().ok().unwrap();
                     assert!(read.entry.is_none(), "a file of its own is no entry");
                     assert_same(&read.output, &raw);
@@ -745,6 +760,28 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Helm's one large write is not classified while it waits on the pipe: only what was
+    /// written when the pipe was last found empty.
+    #[test]
+    fn an_output_is_classified_only_as_far_as_the_pipe_was_emptied() {
+        let [many, ..] = outputs();
+        let mut reading = Reading::new(Keep::Scratch, false);
+        let (first, rest) = many.as_bytes().split_at(STORE_FROM + 4096);
+        reading.push(first).unwrap();
+        assert!(
+            reading.classifier.is_none(),
+            "the pipe was never found empty"
+        );
+        reading.emptied().unwrap();
+        let progress = reading.classifier.as_ref().unwrap().progress.clone();
+        reading.push(rest).unwrap();
+        assert_eq!(progress.state.lock().unwrap().len, first.len());
+        reading.emptied().unwrap();
+        assert_eq!(progress.state.lock().unwrap().len, many.len());
+        let read = reading.finish().ok().unwrap();
+        assert_same(&read.output, &many);
+    }
+
     #[test]
     fn a_part_is_the_same_mapped_or_copied() {
         let dir = std::env::temp_dir().join(format!("nyl-part-{}", std::process::id()));
@@ -786,7 +823,8 @@ mod tests {
         raw.extend_from_slice("---\nkind: B\n".repeat(STORE_FROM / 10).as_bytes());
         let mut reading = Reading::new(Keep::Scratch, false);
         // Found by the classifying thread: the next piece, or the end, says so.
-        let refused = match raw.chunks(65536).find_map(|c| reading.push(c).err()) {
+        let mut piece = |c: &[u8]| reading.push(c).and_then(|()| reading.emptied());
+        let refused = match raw.chunks(65536).find_map(|c| piece(c).err()) {
             Some(refused) => refused,
             None => match reading.finish() {
                 Err(Failure::Failed(why)) => why,
