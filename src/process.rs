@@ -14,7 +14,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -161,10 +161,19 @@ pub fn run(
 }
 
 /// The child's exit status once it has exited, `None` if it is still running at `deadline`.
-/// Called after its stdout closed, when the exit is a matter of microseconds to milliseconds:
-/// short polls, from 50 µs and doubling, keep both the deadline and the latency (the render goes
-/// on only once Helm's exit is seen).
+/// Called after its stdout closed, when the exit is a matter of microseconds to milliseconds
+/// and the render goes on only once it is seen: woken by the exit itself (a pidfd that becomes
+/// readable), or where the kernel has none (before Linux 5.3), by short sleeps from 50 µs,
+/// doubling, which cost up to their length and the timer's slack after the exit.
 fn exit_by(child: &mut Child, deadline: Instant) -> io::Result<Option<ExitStatus>> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; the child is
+    // not reaped yet, so its pid is still its own.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) };
+    let pidfd = libc::c_int::try_from(pidfd)
+        .ok()
+        .filter(|fd| *fd >= 0)
+        // SAFETY: a descriptor just returned to this thread, owned by nothing else.
+        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
     let mut pause = Duration::from_micros(50);
     loop {
         if let Some(status) = child.try_wait()? {
@@ -174,9 +183,23 @@ fn exit_by(child: &mut Child, deadline: Instant) -> io::Result<Option<ExitStatus
         if left.is_zero() {
             return Ok(None);
         }
-        std::thread::sleep(pause.min(left));
-        pause = (pause * 2).min(Duration::from_millis(5));
+        if !pidfd.as_ref().is_some_and(|fd| readable_by(fd, left)) {
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(Duration::from_millis(5));
+        }
     }
+}
+
+/// Waits until `fd` is readable or `left` has passed; `false` if the wait failed.
+fn readable_by(fd: &OwnedFd, left: Duration) -> bool {
+    let mut ready = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(left.as_millis() + 1).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one pollfd that lives across the call.
+    unsafe { libc::poll(&raw mut ready, 1, ms) >= 0 }
 }
 
 /// The most of stdout read at once, taken from the budget before the sink sees it.
