@@ -502,6 +502,24 @@ mod tests {
         emptied: Vec<usize>,
     }
 
+    impl IntoFile {
+        /// A sink into a new file at `path` (one left there before is removed).
+        fn new(path: &std::path::Path, append: bool) -> IntoFile {
+            let _ = std::fs::remove_file(path);
+            let file = File::options()
+                .create_new(true)
+                .write(true)
+                .append(append)
+                .open(path)
+                .unwrap();
+            IntoFile {
+                file,
+                moved: 0,
+                emptied: Vec::new(),
+            }
+        }
+    }
+
     impl Sink for IntoFile {
         fn push(&mut self, _: &[u8]) -> Result<(), String> {
             Err("a piece was read, not moved".into())
@@ -522,20 +540,10 @@ mod tests {
     #[test]
     fn the_sink_is_told_each_time_a_splice_finds_the_pipe_empty() {
         let path = std::env::temp_dir().join(format!("nyl-emptied-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let file = File::options()
-            .create_new(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
-        let mut sink = IntoFile {
-            file,
-            moved: 0,
-            emptied: Vec::new(),
-        };
+        let mut sink = IntoFile::new(&path, false);
         let budget = AtomicU64::new(u64::MAX);
         // A pause between two pieces: each is taken as it comes, the pipe empty after it.
-        let script = "printf abc; sleep 0.2; printf de";
+        let script = "printf abc; sleep 0.5; printf de";
         let done = run(
             &mut sh(script),
             Vec::new(),
@@ -555,18 +563,7 @@ mod tests {
         let printed = "0123456789abcdef\n".repeat(200_000);
         // A file opened to append takes no splice (EINVAL): the bytes go through a buffer.
         for append in [false, true] {
-            let _ = std::fs::remove_file(&path);
-            let file = File::options()
-                .create_new(true)
-                .write(true)
-                .append(append)
-                .open(&path)
-                .unwrap();
-            let mut sink = IntoFile {
-                file,
-                moved: 0,
-                emptied: Vec::new(),
-            };
+            let mut sink = IntoFile::new(&path, append);
             let budget = AtomicU64::new(u64::MAX);
             let done = run(
                 &mut sh("yes 0123456789abcdef | head -n 200000"),
