@@ -68,6 +68,11 @@ fn renders_as(app: &str, expected: &str, cache: &std::path::Path) {
         };
         let (status, stdout, stderr) = nyl(&repo, &args(&format!("render {extra}{app}")), &env);
         assert_eq!(status, 0, "{stderr}");
+        // A warm run is served by the entry the cold one stored: verified, not rendered again.
+        assert!(
+            !stderr.contains("corrupt render cache entry"),
+            "{run}: {stderr}"
+        );
         if stdout != expected {
             let at = stdout
                 .bytes()
