@@ -494,6 +494,22 @@ mod tests {
         cmd
     }
 
+    /// [`run`] of a shell script with nothing on its stdin, within `secs` seconds.
+    fn run_sh(
+        script: &str,
+        secs: u64,
+        budget: &AtomicU64,
+        sink: &mut dyn Sink,
+    ) -> Result<Finished, Stopped> {
+        run(
+            &mut sh(script),
+            Vec::new(),
+            Duration::from_secs(secs),
+            budget,
+            sink,
+        )
+    }
+
     /// A sink that wants all of stdout in its file; it notes how much was moved each time the
     /// pipe was found empty.
     struct IntoFile {
@@ -544,14 +560,7 @@ mod tests {
         let budget = AtomicU64::new(u64::MAX);
         // A pause between two pieces: each is taken as it comes, the pipe empty after it.
         let script = "printf abc; sleep 0.5; printf de";
-        let done = run(
-            &mut sh(script),
-            Vec::new(),
-            Duration::from_secs(10),
-            &budget,
-            &mut sink,
-        )
-        .unwrap();
+        let done = run_sh(script, 10, &budget, &mut sink).unwrap();
         assert!(done.status.success());
         assert_eq!(sink.emptied, [3, 5, 5], "after each piece, and at the end");
         std::fs::remove_file(&path).unwrap();
@@ -565,10 +574,9 @@ mod tests {
         for append in [false, true] {
             let mut sink = IntoFile::new(&path, append);
             let budget = AtomicU64::new(u64::MAX);
-            let done = run(
-                &mut sh("yes 0123456789abcdef | head -n 200000"),
-                Vec::new(),
-                Duration::from_secs(30),
+            let done = run_sh(
+                "yes 0123456789abcdef | head -n 200000",
+                30,
                 &budget,
                 &mut sink,
             )
@@ -626,14 +634,7 @@ mod tests {
             flag.display()
         );
         let budget = AtomicU64::new(u64::MAX);
-        let done = run(
-            &mut sh(&script),
-            Vec::new(),
-            Duration::from_secs(10),
-            &budget,
-            &mut sink,
-        )
-        .unwrap();
+        let done = run_sh(&script, 10, &budget, &mut sink).unwrap();
         assert!(done.status.success());
         assert_eq!((sink.out.as_slice(), sink.ended), (&b"abc"[..], 1));
         // A read takes up to a chunk or the end: the pipe is found empty at the end only.
@@ -665,13 +666,7 @@ mod tests {
     #[test]
     fn output_past_the_budget_stops_the_child() {
         let budget = AtomicU64::new(1 << 20);
-        let stopped = run(
-            &mut sh("exec yes"),
-            Vec::new(),
-            Duration::from_secs(60),
-            &budget,
-            &mut keep_all(&mut Vec::new()),
-        );
+        let stopped = run_sh("exec yes", 60, &budget, &mut keep_all(&mut Vec::new()));
         assert!(
             matches!(stopped, Err(Stopped::OutputTooLarge)),
             "{stopped:?}"
@@ -682,13 +677,7 @@ mod tests {
     fn a_sink_that_refuses_stops_the_child() {
         let budget = AtomicU64::new(u64::MAX);
         let mut refuse = |_: &[u8]| Err("not UTF-8".to_string());
-        let stopped = run(
-            &mut sh("exec yes"),
-            Vec::new(),
-            Duration::from_secs(60),
-            &budget,
-            &mut refuse,
-        );
+        let stopped = run_sh("exec yes", 60, &budget, &mut refuse);
         assert!(
             matches!(&stopped, Err(Stopped::Refused(why)) if why == "not UTF-8"),
             "{stopped:?}"
@@ -698,10 +687,9 @@ mod tests {
     #[test]
     fn stderr_keeps_its_start_and_counts_the_rest() {
         let budget = AtomicU64::new(0);
-        let done = run(
-            &mut sh("head -c 1000000 /dev/zero | tr '\\0' x >&2; exit 3"),
-            Vec::new(),
-            Duration::from_secs(60),
+        let done = run_sh(
+            "head -c 1000000 /dev/zero | tr '\\0' x >&2; exit 3",
+            60,
             &budget,
             &mut keep_all(&mut Vec::new()),
         )
@@ -720,13 +708,7 @@ mod tests {
         let budget = AtomicU64::new(0);
         let pid_file = std::env::temp_dir().join(format!("nyl-process-{}", std::process::id()));
         let script = format!("sleep 600 & echo $! > {}; wait", pid_file.display());
-        let stopped = run(
-            &mut sh(&script),
-            Vec::new(),
-            Duration::from_secs(1),
-            &budget,
-            &mut keep_all(&mut Vec::new()),
-        );
+        let stopped = run_sh(&script, 1, &budget, &mut keep_all(&mut Vec::new()));
         assert!(matches!(stopped, Err(Stopped::TimedOut)), "{stopped:?}");
         let pid = std::fs::read_to_string(&pid_file).unwrap();
         std::fs::remove_file(&pid_file).ok();

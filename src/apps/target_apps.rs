@@ -45,29 +45,40 @@ pub(crate) fn target_apps(
     TargetApps { apps, unmatched }
 }
 
-/// Whether the directory `dir` (canonical) is itself one of the apps that the `spec.apps` globs
-/// of the DeploymentTarget `name` match, known without scanning the repository.
-pub(crate) fn is_glob_app(session: &Session, name: &str, dir: &std::path::Path) -> bool {
-    let Some(rel) = Tree::listed(&session.project, dir) else {
-        return false;
-    };
-    let targets = session.project.targets.iter().filter(|t| t.name == name);
-    targets
-        .flat_map(|t| &t.apps)
-        .any(|(glob, _)| glob.matches(&rel))
+/// Where a directory stands against the `spec.apps` globs of a DeploymentTarget, as far as is
+/// known without scanning the repository.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// It is one of the apps the globs match.
+    App,
+    /// It may hold some of them.
+    Maybe,
+    /// No glob can match it or anything below it (a directory the scan does not list holds
+    /// nothing the scan lists).
+    Outside,
 }
 
-/// Whether the directory `dir` (canonical) may be or hold one of the apps that the `spec.apps`
-/// globs of the DeploymentTarget `name` match; `false` only when none of them can reach it, known
-/// without scanning the repository (a directory the scan does not list holds nothing it lists).
-pub(crate) fn may_hold_glob_apps(session: &Session, name: &str, dir: &std::path::Path) -> bool {
+/// Where the directory `dir` (canonical) stands against the `spec.apps` globs of the
+/// DeploymentTarget `name`.
+pub(crate) fn reach(session: &Session, name: &str, dir: &std::path::Path) -> Reach {
     let Some(rel) = Tree::listed(&session.project, dir) else {
-        return dir == session.project.root;
+        return if dir == session.project.root {
+            Reach::Maybe
+        } else {
+            Reach::Outside
+        };
     };
-    let targets = session.project.targets.iter().filter(|t| t.name == name);
-    targets
-        .flat_map(|t| &t.apps)
-        .any(|(glob, _)| glob.may_match_within(&rel))
+    let globs = || {
+        let targets = session.project.targets.iter().filter(|t| t.name == name);
+        targets.flat_map(|t| &t.apps).map(|(glob, _)| glob)
+    };
+    if globs().any(|glob| glob.matches(&rel)) {
+        Reach::App
+    } else if globs().any(|glob| glob.may_match_within(&rel)) {
+        Reach::Maybe
+    } else {
+        Reach::Outside
+    }
 }
 
 /// What a DeploymentTarget's `spec.apps` globs match (files whose directory is matched too left

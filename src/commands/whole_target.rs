@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use crate::apps::pipeline::{self, Session};
-use crate::apps::target_apps;
+use crate::apps::target_apps::{self, Reach};
 use crate::expansion::render;
 use crate::outputs::tree;
 use crate::project;
@@ -80,23 +80,21 @@ fn plan(
     };
     let (session, _) = Session::start(&run.loaded, &request);
     // A directory that is itself one of the target's apps is read as an app (as `below` would
-    // find): the repository need not be scanned for the target's other apps.
-    let is_app = |dir: &PathBuf| {
-        let real = session.project.inside(dir);
-        real.is_ok_and(|real| target_apps::is_glob_app(&session, target, &real))
-    };
-    if narrowing && inputs.paths.iter().any(is_app) {
-        return (Plan::Paths(Some(run)), Vec::new());
-    }
-    // Nor when no glob of the target can reach one of the directories and no layout can claim
-    // apps (those are found by a walk of their own): it holds none of the target's apps, as the
-    // scan, a walk of the whole repository, would find.
-    let may_hold = |dir: &PathBuf| {
-        let real = session.project.inside(dir);
-        real.is_ok_and(|real| target_apps::may_hold_glob_apps(&session, target, &real))
-    };
+    // find): the repository need not be scanned for the target's other apps. Nor when no glob
+    // of the target can reach one of the directories and no layout can claim apps (those are
+    // found by a walk of their own): it holds none of the target's apps, as the scan, a walk of
+    // the whole repository, would find.
+    let reach: Vec<Reach> = inputs
+        .paths
+        .iter()
+        .map(|dir| match session.project.inside(dir) {
+            Ok(real) => target_apps::reach(&session, target, &real),
+            Err(_) => Reach::Outside,
+        })
+        .collect();
     let no_layouts = session.project.config.layouts.is_empty();
-    if narrowing && no_layouts && !inputs.paths.iter().all(may_hold) {
+    if narrowing && (reach.contains(&Reach::App) || (no_layouts && reach.contains(&Reach::Outside)))
+    {
         return (Plan::Paths(Some(run)), Vec::new());
     }
     let mut own = session.run_diagnostics.clone();
