@@ -425,7 +425,7 @@ impl<'a> Gather<'a> {
                 self.flush(out)?;
                 // What `out` holds goes first.
                 out.flush()?;
-                range.start = send(fd, file, range.clone())?;
+                range.start = helm::output::send(fd, file, range.clone())?;
             }
         }
         while !range.is_empty() {
@@ -492,32 +492,6 @@ fn read_at_most(file: &File, buf: &mut [u8], at: usize) -> io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// Sends `range` of `file` to `fd` by `sendfile` (which reads at an offset of its own and leaves
-/// the file's position alone); where the first call says the kernel cannot, nothing is sent.
-/// Returns where the bytes not sent start.
-fn send(fd: RawFd, file: &File, range: std::ops::Range<usize>) -> io::Result<usize> {
-    let mut at = range.start;
-    while at < range.end {
-        let mut offset = libc::off_t::try_from(at).map_err(io::Error::other)?;
-        // SAFETY: sendfile copies between two open descriptors inside the kernel, at the offset
-        // given; the only memory it writes is `offset`, a local.
-        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &raw mut offset, range.end - at) };
-        match usize::try_from(n) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => at += n,
-            Err(_) => {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINTR) => {}
-                    Some(libc::EINVAL | libc::ENOSYS) if at == range.start => break,
-                    _ => return Err(e),
-                }
-            }
-        }
-    }
-    Ok(at)
 }
 
 #[cfg(test)]

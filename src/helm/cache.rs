@@ -45,6 +45,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -55,7 +56,7 @@ use std::time::{Duration, SystemTime};
 use tracing::{debug, info, warn};
 
 use crate::helm::digest::{self, joined, BodyDigest, Digest, BLOCK};
-use crate::helm::output::{temp_path, Keep, Read as ReadOutput, Reading, Spill, STORE_FROM};
+use crate::helm::output::{self, temp_path, Keep, Read as ReadOutput, Reading, Spill, STORE_FROM};
 use crate::helm::{create_private_dir, Failure, Helm, Template};
 use nyl_core::expansion::manifest::{Output, Raw, Stored};
 use nyl_core::parallel;
@@ -424,13 +425,13 @@ impl Cache {
     fn keep(&self, t: &Template<'_>, key: String, output: &Output, entry: Option<Spill>) {
         debug!(release = t.release, key = %&key[..16], "cache miss");
         if let Some(entry) = entry {
-            // Its body is written: what is left (the index, the trailer, the rename under
-            // the lock) is done beside the expansion, or at once for a small one.
-            let (dir, index) = (self.dir.clone(), output.index());
+            // The entry (the output copied from its file, the index, the trailer, the rename
+            // under the lock) is written beside the expansion, or at once for a small one.
+            let index = output.index();
             if output.raw.len() >= parallel::WORTH_A_THREAD {
-                self.later(move || complete(&dir, entry, &key, &index));
+                self.later(move || complete(entry, &key, &index));
             } else {
-                self.count_store(complete(&dir, entry, &key, &index));
+                self.count_store(complete(entry, &key, &index));
             }
         } else if output.raw.len() >= parallel::WORTH_A_THREAD {
             self.write_later(key, output);
@@ -720,6 +721,33 @@ impl Cache {
 /// Writes an entry (`raw`, then `index`, then the trailer) to a temporary file, then moves it
 /// into place.
 fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
+    let mut digest = BodyDigest::default();
+    digest.update(raw);
+    // Parts written as they are: the output is not copied into one buffer first.
+    write_entry(dir, key, (raw.len(), digest), index, |file| {
+        file.write_all(raw)
+    })
+}
+
+/// Writes the entry of an output kept in a file of its own ([`crate::helm::output`]), hashed as
+/// it was read: the output copied from that file by the kernel, then the index and trailer.
+fn complete(spill: Spill, key: &str, index: &[u8]) -> io::Result<()> {
+    let entry = spill
+        .entry
+        .ok_or_else(|| io::Error::other("no entry to complete"))?;
+    let raw = |to: &mut fs::File| copy_start(&spill.file, to, spill.len);
+    write_entry(&entry.dir, key, (spill.len, entry.digest), index, raw)
+}
+
+/// Writes an entry to a temporary file, then moves it into place: the output (`raw_len` bytes,
+/// hashed into `digest`) by `write_raw`, then `index`, then the trailer.
+fn write_entry(
+    dir: &Path,
+    key: &str,
+    (raw_len, mut digest): (usize, BodyDigest),
+    index: &[u8],
+    write_raw: impl FnOnce(&mut fs::File) -> io::Result<()>,
+) -> io::Result<()> {
     let tmp = temp_path(dir);
     let result = (|| {
         let mut file = fs::File::options()
@@ -727,17 +755,10 @@ fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
             .create_new(true)
             .mode(0o600)
             .open(&tmp)?;
-        let mut digest = BodyDigest::default();
-        digest.update(raw);
+        write_raw(&mut file)?;
         digest.update(index);
-        // Parts written as they are: the output is not copied into one buffer first.
-        for part in [
-            raw,
-            index,
-            trailer(key, &digest, index.len(), raw.len()).as_bytes(),
-        ] {
-            file.write_all(part)?;
-        }
+        file.write_all(index)?;
+        file.write_all(trailer(key, &digest, index.len(), raw_len).as_bytes())?;
         place(dir, &tmp, key, file.metadata()?.len())
     })();
     if result.is_err() {
@@ -746,20 +767,17 @@ fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
     result
 }
 
-/// Completes an entry whose body was written up to the index as Helm printed the output
-/// ([`crate::helm::output`]): the index, the trailer, and into place.
-fn complete(dir: &Path, mut spill: Spill, key: &str, index: &[u8]) -> io::Result<()> {
-    let raw_len = spill.len;
-    spill.write(index)?;
-    let entry = spill
-        .entry
-        .as_ref()
-        .ok_or_else(|| io::Error::other("no entry to complete"))?;
-    let trailer = trailer(key, &entry.digest, index.len(), raw_len);
-    (&*spill.file).write_all(trailer.as_bytes())?;
-    place(dir, &entry.tmp, key, (spill.len + trailer.len()) as u64)?;
-    // In place: nothing left to remove.
-    spill.entry = None;
+/// Copies the first `len` bytes of `from` to `to` at its position: by the kernel (`sendfile`,
+/// which leaves `from`'s position alone), or through a buffer where it cannot.
+fn copy_start(from: &fs::File, to: &mut fs::File, len: usize) -> io::Result<()> {
+    let mut at = output::send(to.as_raw_fd(), from, 0..len)?;
+    let mut buf = vec![0; (len - at).min(256 << 10)];
+    while at < len {
+        let n = (len - at).min(buf.len());
+        from.read_exact_at(&mut buf[..n], at as u64)?;
+        to.write_all(&buf[..n])?;
+        at += n;
+    }
     Ok(())
 }
 

@@ -1,19 +1,22 @@
 //! A release's output as Helm prints it. When the run passes its output on to stdout as it is
-//! (`render`, `argocd generate`), it goes into a file (the cache entry being written, or a file of
-//! its own), made on a thread of its own while Helm starts and filled by the kernel from Helm's
-//! pipe (`splice`) as Helm prints; from [`STORE_FROM`] bytes on, a thread of its own follows it
-//! in that file a part at a time (mapped, not copied out), split at the cuts [`yaml::cut`]
-//! allows, and classifies and hashes each part. It follows only as far as the file was when
-//! Helm's pipe was last found empty: while Helm's single large `write` waits on the pipe, the
-//! drain has the core Helm does not use. So that write ends as soon as the pipe is drained, the
-//! classifying overlaps Helm's exit (some milliseconds for a Go process of that size) instead of
-//! holding Helm back, and nyl holds about a megabyte of the output at a time instead of all of
-//! it; a smaller output is read back whole once Helm has ended. Other runs read the pipe into
-//! memory. All ways give the same documents.
+//! (`render`, `argocd generate`), it goes into a file of nyl's own in memory (a memfd), moved
+//! there by the kernel from Helm's pipe (`splice`) as Helm prints, whether or not it becomes a
+//! cache entry: the entry's file on disk is written from it once the output is classified,
+//! beside the expansion. Draining Helm's pipe into a file on ext4 held Helm's one large `write`
+//! 5 ms longer than into memory (docs/performance.md); and nyl, not Helm, writes every file, as
+//! Helm exits 0 with its output cut when a write to its stdout fails. From [`STORE_FROM`] bytes
+//! on, a thread of its own follows the file a part at a time (mapped, not copied out), split at
+//! the cuts [`yaml::cut`] allows, and classifies and hashes each part. It follows only as far as
+//! the file was when Helm's pipe was last found empty: while Helm's single large `write` waits
+//! on the pipe, the drain has the core Helm does not use. So that write ends as soon as the pipe
+//! is drained, the classifying overlaps Helm's exit (some milliseconds for a Go process of that
+//! size) instead of holding Helm back, and nyl holds about a megabyte of the output at a time
+//! instead of all of it; a smaller output is read back whole once Helm has ended. Other runs
+//! read the pipe into memory. All ways give the same documents.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
-use std::os::fd::AsRawFd;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -44,43 +47,22 @@ pub enum Keep {
     Memory,
     /// A file of its own, gone when the output is (`--no-cache`, or a render not stored).
     Scratch,
-    /// A new cache entry in this directory, its body written as it is read (whatever its size:
-    /// the entry is then completed in place).
+    /// A new cache entry in this directory: a file of its own, hashed as it is read, from which
+    /// the entry is written once the output is classified (whatever its size).
     Entry(PathBuf),
 }
 
 /// An output being read.
 pub struct Reading {
     two_threads: bool,
-    /// What is read and held: all of an output kept in memory, else what came before its file
-    /// was ready.
+    /// All of an output read into memory (one kept there, or whose file could not be made).
     pending: Vec<u8>,
-    /// The file to be made, or being made.
-    making: Option<Making>,
-    /// The file the output is written to, once made.
+    /// The file the output is moved into.
     spill: Option<Spill>,
     /// The thread that classifies a large output from its file as it is written.
     classifier: Option<Classifier>,
     /// Called once Helm has started.
     started: Option<Box<dyn FnOnce() + Send>>,
-}
-
-/// The file an output goes to, before it is made.
-enum Making {
-    /// Made on a thread of its own while Helm starts: making a file can take a millisecond on a
-    /// busy ext4 (finding a free inode), which Helm's write would otherwise wait for.
-    Started(JoinHandle<io::Result<Spill>>),
-    /// Made when a megabyte is held, on the thread that reads (a run with one thread of work).
-    Later(Keep),
-}
-
-impl Drop for Reading {
-    /// A file still being made is removed with the reading, not after it.
-    fn drop(&mut self) {
-        if let Some(Making::Started(thread)) = self.making.take() {
-            let _ = thread.join();
-        }
-    }
 }
 
 /// The file an output is written to, and what it holds so far.
@@ -91,56 +73,31 @@ pub struct Spill {
     pub len: usize,
 }
 
-/// A cache entry not yet moved into place.
+/// A cache entry to be written from the output's file.
 pub struct Unplaced {
-    /// Its temporary path; removed with the [`Spill`] unless the entry is taken from it.
-    pub tmp: PathBuf,
-    /// The digest of what was written, as the entry's body starts (a file of its own is not
-    /// hashed: nothing verifies it, and hashing cost a `--no-cache` render 2 ms of 5 MB).
+    /// The cache directory it goes into.
+    pub dir: PathBuf,
+    /// The digest of the output, as the entry's body starts (a file of its own is not hashed:
+    /// nothing verifies it, and hashing cost a `--no-cache` render 2 ms of 5 MB).
     pub digest: BodyDigest,
 }
 
-impl Drop for Spill {
-    fn drop(&mut self) {
-        if let Some(entry) = &self.entry {
-            let _ = fs::remove_file(&entry.tmp);
-        }
-    }
-}
-
 impl Spill {
-    /// A new file for an output kept as `keep` says: a new cache entry's, or a file of its own.
+    /// A new file for an output kept as `keep` says, the same for a cache entry's and one of
+    /// its own: only a cache entry's output is hashed.
     fn create(keep: &Keep) -> io::Result<Spill> {
-        let (file, entry) = match keep {
-            Keep::Entry(dir) => {
-                let tmp = temp_path(dir);
-                let file = new_file(&tmp)?;
-                let digest = BodyDigest::default();
-                (file, Some(Unplaced { tmp, digest }))
-            }
-            _ => (scratch_file()?, None),
+        let entry = match keep {
+            Keep::Entry(dir) => Some(Unplaced {
+                dir: dir.clone(),
+                digest: BodyDigest::default(),
+            }),
+            _ => None,
         };
         Ok(Spill {
-            file: Arc::new(file),
+            file: Arc::new(scratch_file()?),
             entry,
             len: 0,
         })
-    }
-
-    /// Appends `bytes`, hashed into an entry's digest.
-    pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.put(bytes)?;
-        if let Some(entry) = &mut self.entry {
-            entry.digest.update(bytes);
-        }
-        Ok(())
-    }
-
-    /// Appends `bytes` of the output, which are hashed with the rest of it.
-    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
-        (&*self.file).write_all(bytes)?;
-        self.len += bytes.len();
-        Ok(())
     }
 }
 
@@ -377,26 +334,21 @@ pub struct Read {
 }
 
 impl Reading {
-    /// A reading that keeps the output as `keep` says: in memory, or in a file made on a thread
-    /// of its own while Helm starts (with one thread of work, once a megabyte is held; a
-    /// smaller output then stays in memory).
+    /// A reading that keeps the output as `keep` says: in memory, or in a file of its own (made
+    /// here, before Helm starts; an output whose file cannot be made is read into memory).
     pub fn new(keep: Keep, two_threads: bool) -> Reading {
-        let making = match keep {
+        let spill = match keep {
             Keep::Memory => None,
-            keep if two_threads => {
-                let started = std::thread::Builder::new().spawn({
-                    let keep = keep.clone();
-                    move || Spill::create(&keep)
-                });
-                Some(started.map_or(Making::Later(keep), Making::Started))
-            }
-            keep => Some(Making::Later(keep)),
+            keep => Spill::create(&keep)
+                .inspect_err(|e| {
+                    debug!("cannot keep helm's output in a file ({e}); holding it in memory");
+                })
+                .ok(),
         };
         Reading {
             two_threads,
             pending: Vec::new(),
-            making,
-            spill: None,
+            spill,
             classifier: None,
             started: None,
         }
@@ -405,30 +357,6 @@ impl Reading {
     /// Calls `f` once Helm has started (not at all if it never does).
     pub fn when_started(&mut self, f: impl FnOnce() + Send + 'static) {
         self.started = Some(Box::new(f));
-    }
-
-    /// Takes the file once it is made (waiting for it when `wait`), with what is held written
-    /// into it first; an output whose file could not be made stays in memory.
-    fn settle(&mut self, wait: bool) -> Result<(), String> {
-        let made = match self.making.take_if(|m| match m {
-            Making::Started(thread) => wait || thread.is_finished(),
-            Making::Later(_) => wait,
-        }) {
-            None => return Ok(()),
-            Some(Making::Later(keep)) => Spill::create(&keep),
-            Some(Making::Started(thread)) => thread
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("the thread making it panicked"))),
-        };
-        match made {
-            Ok(mut spill) => {
-                spill.put(&self.pending).map_err(|e| not_written(&e))?;
-                self.pending = Vec::new();
-                self.spill = Some(spill);
-            }
-            Err(e) => debug!("cannot keep helm's output in a file ({e}); holding it in memory"),
-        }
-        Ok(())
     }
 
     /// Starts classifying a large output in its file as it grows.
@@ -450,9 +378,6 @@ impl Reading {
 
     /// The output, once Helm has ended well.
     pub fn finish(mut self) -> Result<Read, Failure> {
-        // A file not made yet is not made for a small output.
-        self.making.take_if(|m| matches!(m, Making::Later(_)));
-        self.settle(true).map_err(Failure::Failed)?;
         let Some(mut spill) = self.spill.take() else {
             let raw = String::from_utf8(std::mem::take(&mut self.pending))
                 .map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
@@ -540,12 +465,7 @@ impl Classifier {
 
 impl Sink for Reading {
     fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
-        // Held until the file is made, unless that would hold a megabyte.
-        self.settle(self.pending.len() + bytes.len() >= STORE_FROM)?;
-        match &mut self.spill {
-            Some(spill) => spill.put(bytes).map_err(|e| not_written(&e))?,
-            None => self.pending.extend_from_slice(bytes),
-        }
+        self.pending.extend_from_slice(bytes);
         Ok(())
     }
 
@@ -580,6 +500,32 @@ impl Sink for Reading {
     }
 }
 
+/// Sends `range` of `file` to `fd` by `sendfile` (which reads at an offset of its own and leaves
+/// the file's position alone); where the first call says the kernel cannot, nothing is sent.
+/// Returns where the bytes not sent start.
+pub fn send(fd: RawFd, file: &File, range: std::ops::Range<usize>) -> io::Result<usize> {
+    let mut at = range.start;
+    while at < range.end {
+        let mut offset = libc::off_t::try_from(at).map_err(io::Error::other)?;
+        // SAFETY: sendfile copies between two open descriptors inside the kernel, at the offset
+        // given; the only memory it writes is `offset`, a local.
+        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &raw mut offset, range.end - at) };
+        match usize::try_from(n) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => at += n,
+            Err(_) => {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    Some(libc::EINVAL | libc::ENOSYS) if at == range.start => break,
+                    _ => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(at)
+}
+
 /// A new temporary file's path in `dir`, unique to this process and thread.
 pub fn temp_path(dir: &Path) -> PathBuf {
     dir.join(format!(
@@ -599,18 +545,32 @@ fn not_read(e: &io::Error) -> String {
     format!("cannot read Helm's output back from its file: {e}")
 }
 
-/// The message of a failed write of Helm's output into its file, which ends the run.
-fn not_written(e: &io::Error) -> String {
-    format!("cannot write Helm's output to a file: {e}")
-}
-
 fn utf8(bytes: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(bytes).map_err(|_| NOT_UTF8.to_string())
 }
 
-/// A file without a name in the temporary directory (`O_TMPFILE`), or, where the file system
-/// cannot make one, a new file removed at once: either way it goes when nyl closes it.
+/// A file of nyl's own in memory (a memfd, sealed against shrinking, as a mapped page past a
+/// file's end is a `SIGBUS`); where the kernel has none, a file without a name in the temporary
+/// directory (`O_TMPFILE`), or a new file removed at once. Either way it goes when nyl closes it.
+/// In memory, an output of the budget's size (64 MiB by default) is that much memory until the
+/// render ends, as it was page cache before; what a move into it saves is the file system's work
+/// for each page while Helm waits.
 fn scratch_file() -> io::Result<File> {
+    // SAFETY: a NUL-terminated name and flags; returns a new descriptor or -1.
+    let memfd = unsafe {
+        libc::memfd_create(
+            c"nyl-output".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if memfd >= 0 {
+        // SAFETY: a descriptor just returned to this thread, owned by nothing else.
+        let file = unsafe { File::from_raw_fd(memfd) };
+        // SAFETY: fcntl on a descriptor this function owns; it touches no memory.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) } == 0 {
+            return Ok(file);
+        }
+    }
     let dir = std::env::temp_dir();
     let unnamed = File::options()
         .read(true)
@@ -641,6 +601,7 @@ mod tests {
     use super::*;
     use crate::process;
     use nyl_core::expansion::manifest::Raw;
+    use std::io::Write;
     use std::process::Command;
     use std::sync::atomic::AtomicU64;
     use std::time::Duration;
@@ -680,22 +641,31 @@ mod tests {
         }
     }
 
+    /// Writes `bytes` at the end of the reading's file and tells it, as a move from Helm's pipe
+    /// does.
+    fn write(reading: &mut Reading, bytes: &[u8]) {
+        (&*reading.spill.as_ref().unwrap().file)
+            .write_all(bytes)
+            .unwrap();
+        reading.moved(bytes.len()).unwrap();
+    }
+
     #[test]
-    fn a_large_output_read_a_piece_at_a_time_is_the_output_read_whole() {
-        // With two threads the file is made beside the reading (the first pieces may come
-        // before it is); with one, once a megabyte is held. The pipe is found empty after
-        // every piece (a child that prints as it goes), or only at the end (one large write).
+    fn a_large_output_moved_a_piece_at_a_time_is_the_output_read_whole() {
+        // The pipe is found empty after every piece (a child that prints as it goes: the pieces
+        // end anywhere in a line), or only at the end (one large write).
         for two_threads in [true, false] {
             for raw in outputs() {
                 for (piece, each) in [(4096, true), (300_000, true), (300_000, false)] {
                     let mut reading = Reading::new(Keep::Scratch, two_threads);
                     for chunk in raw.as_bytes().chunks(piece) {
-                        reading.push(chunk).unwrap();
+                        write(&mut reading, chunk);
                         if each {
                             reading.emptied().unwrap();
                         }
                     }
                     reading.emptied().unwrap();
+                    reading.ended();
                     let large = raw.len() >= STORE_FROM;
                     assert_eq!(reading.classifier.is_some(), large, "classified behind");
                     let read = reading.finish().ok().unwrap();
@@ -706,10 +676,26 @@ mod tests {
         }
     }
 
-    /// The way Helm's output comes: the rest of a child's stdout moved into the entry's file
-    /// from its pipe, classified and hashed as it arrives.
     #[test]
-    fn a_large_output_moved_from_a_childs_pipe_is_the_output_read_whole() {
+    fn an_output_read_from_a_pipe_is_the_output_read_whole() {
+        for raw in outputs() {
+            let mut reading = Reading::new(Keep::Memory, true);
+            assert!(reading.file().is_none(), "kept in memory, read from a pipe");
+            for chunk in raw.as_bytes().chunks(65536) {
+                reading.push(chunk).unwrap();
+            }
+            reading.ended();
+            let read = reading.finish().ok().unwrap();
+            let whole = Output::classify(raw.clone(), false);
+            assert_eq!(read.output.docs.len(), whole.docs.len());
+            assert!(matches!(&read.output.raw, Raw::Text(text) if **text == *raw));
+        }
+    }
+
+    /// The way Helm's output comes: a child's stdout moved from its pipe into the output's file,
+    /// classified and hashed (for an entry) as it arrives.
+    #[test]
+    fn an_output_moved_from_a_childs_pipe_is_the_output_read_whole() {
         let dir = std::env::temp_dir().join(format!("nyl-output-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         for (i, (raw, two_threads)) in outputs()
@@ -738,25 +724,18 @@ mod tests {
                 raw.len() as u64,
                 "all taken from the budget"
             );
-            match read.entry {
-                Some(entry) => {
-                    let mut digest = BodyDigest::default();
-                    digest.update(raw.as_bytes());
-                    let hashed = entry.entry.as_ref().unwrap().digest.finalize();
-                    assert_eq!(hashed, digest.finalize());
-                    assert_eq!(entry.len, raw.len());
-                }
-                None => assert!(
-                    raw.len() < STORE_FROM && !two_threads,
-                    "an output with no entry"
-                ),
-            }
+            let entry = read.entry.expect("an entry");
+            let mut digest = BodyDigest::default();
+            digest.update(raw.as_bytes());
+            let hashed = entry.entry.as_ref().unwrap().digest.finalize();
+            assert_eq!(hashed, digest.finalize());
+            assert_eq!(entry.len, raw.len());
         }
         let left: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(left.len(), 6, "the entries' files go with them: {left:?}");
+        assert_eq!(left.len(), 6, "no file but the printed ones: {left:?}");
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -767,17 +746,18 @@ mod tests {
         let [many, ..] = outputs();
         let mut reading = Reading::new(Keep::Scratch, false);
         let (first, rest) = many.as_bytes().split_at(STORE_FROM + 4096);
-        reading.push(first).unwrap();
+        write(&mut reading, first);
         assert!(
             reading.classifier.is_none(),
             "the pipe was never found empty"
         );
         reading.emptied().unwrap();
         let progress = reading.classifier.as_ref().unwrap().progress.clone();
-        reading.push(rest).unwrap();
+        write(&mut reading, rest);
         assert_eq!(progress.state.lock().unwrap().len, first.len());
         reading.emptied().unwrap();
         assert_eq!(progress.state.lock().unwrap().len, many.len());
+        reading.ended();
         let read = reading.finish().ok().unwrap();
         assert_same(&read.output, &many);
     }
@@ -823,7 +803,10 @@ mod tests {
         raw.extend_from_slice("---\nkind: B\n".repeat(STORE_FROM / 10).as_bytes());
         let mut reading = Reading::new(Keep::Scratch, false);
         // Found by the classifying thread: the next piece, or the end, says so.
-        let mut piece = |c: &[u8]| reading.push(c).and_then(|()| reading.emptied());
+        let mut piece = |c: &[u8]| {
+            write(&mut reading, c);
+            reading.emptied()
+        };
         let refused = match raw.chunks(65536).find_map(|c| piece(c).err()) {
             Some(refused) => refused,
             None => match reading.finish() {
