@@ -326,8 +326,8 @@ impl Drop for Mapped {
     }
 }
 
-/// A finished output, with the file it is stored in when it is a cache entry still to be
-/// completed ([`super::cache::Cache`] appends the index and trailer and moves it into place).
+/// A finished output, with the file it is kept in when it is large and to be stored
+/// ([`super::cache::Cache`] writes the entry from it).
 pub struct Read {
     pub output: Output,
     pub entry: Option<Spill>,
@@ -387,19 +387,19 @@ impl Reading {
             });
         };
         let Some(mut classifier) = self.classifier.take() else {
-            // A small output, read back whole and held in memory; an entry's body is in place.
+            // A small output, read back whole and held in memory: its entry, if it is stored,
+            // is written from memory as any other (no file to write it from).
             let mut raw = vec![0; spill.len];
             spill
                 .file
                 .read_exact_at(&mut raw, 0)
                 .map_err(|e| Failure::Failed(not_read(&e)))?;
             let raw = String::from_utf8(raw).map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
-            if let Some(entry) = &mut spill.entry {
-                entry.digest.update(raw.as_bytes());
-            }
             let output = Output::classify(raw, self.two_threads);
-            let entry = spill.entry.is_some().then_some(spill);
-            return Ok(Read { output, entry });
+            return Ok(Read {
+                output,
+                entry: None,
+            });
         };
         // The reader said so at the end of stdout (`Sink::ended`); said again here, as the join
         // below must never wait on a thread that was not told.
@@ -724,7 +724,11 @@ mod tests {
                 raw.len() as u64,
                 "all taken from the budget"
             );
-            let entry = read.entry.expect("an entry");
+            // A small output is held in memory, its entry written from there.
+            let Some(entry) = read.entry else {
+                assert!(raw.len() < STORE_FROM, "a large output with no entry");
+                continue;
+            };
             let mut digest = BodyDigest::default();
             digest.update(raw.as_bytes());
             let hashed = entry.entry.as_ref().unwrap().digest.finalize();
