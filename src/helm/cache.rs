@@ -1190,6 +1190,35 @@ mod tests {
         dir
     }
 
+    /// An entry's output is copied from its file by the kernel, or through a buffer where the
+    /// kernel cannot (`sendfile` into a file opened to append fails with `EINVAL`): the same
+    /// bytes, from the start of the file whatever its position.
+    #[test]
+    fn an_output_is_copied_from_its_file_whole_either_way() {
+        let dir = scratch("copy");
+        let bytes: Vec<u8> = (0..(600 << 10) + 7)
+            .map(|i: usize| u8::try_from(i % 253).unwrap())
+            .collect();
+        let from = dir.join("from");
+        fs::write(&from, &bytes).unwrap();
+        let from = fs::File::open(&from).unwrap();
+        for append in [false, true] {
+            let to = dir.join(format!("to-{append}"));
+            let mut file = fs::File::options()
+                .create_new(true)
+                .write(true)
+                .append(append)
+                .open(&to)
+                .unwrap();
+            copy_start(&from, &mut file, bytes.len() - 7).unwrap();
+            assert!(
+                fs::read(&to).unwrap() == bytes[..bytes.len() - 7],
+                "append: {append}"
+            );
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     fn cache(dir: &Path, max_bytes: u64) -> Cache {
         Cache::new(
             Some(dir.to_path_buf()),
