@@ -56,7 +56,9 @@ use std::time::{Duration, SystemTime};
 use tracing::{debug, info, warn};
 
 use crate::helm::digest::{self, joined, BodyDigest, Digest, BLOCK};
-use crate::helm::output::{self, temp_path, Keep, Read as ReadOutput, Reading, Spill, STORE_FROM};
+use crate::helm::output::{
+    self, temp_path, Keep, Read as ReadOutput, Reading, Unstored, STORE_FROM,
+};
 use crate::helm::{create_private_dir, Failure, Helm, Template};
 use nyl_core::expansion::manifest::{Output, Raw, Stored};
 use nyl_core::parallel;
@@ -420,19 +422,15 @@ impl Cache {
         Ok(output)
     }
 
-    /// Stores a missed render's output under `key`: completes the entry its body was written
-    /// to as Helm printed it, or writes one.
-    fn keep(&self, t: &Template<'_>, key: String, output: &Output, entry: Option<Spill>) {
+    /// Stores a missed render's output under `key`: from the file a large one is kept in
+    /// (`entry`), or from memory.
+    fn keep(&self, t: &Template<'_>, key: String, output: &Output, entry: Option<Unstored>) {
         debug!(release = t.release, key = %&key[..16], "cache miss");
         if let Some(entry) = entry {
             // The entry (the output copied from its file, the index, the trailer, the rename
-            // under the lock) is written beside the expansion, or at once for a small one.
+            // under the lock) is written beside the expansion: such an output is large.
             let index = output.index();
-            if output.raw.len() >= parallel::WORTH_A_THREAD {
-                self.later(move || complete(entry, &key, &index));
-            } else {
-                self.count_store(complete(entry, &key, &index));
-            }
+            self.later(move || complete(entry, &key, &index));
         } else if output.raw.len() >= parallel::WORTH_A_THREAD {
             self.write_later(key, output);
         } else {
@@ -731,12 +729,9 @@ fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
 
 /// Writes the entry of an output kept in a file of its own ([`crate::helm::output`]), hashed as
 /// it was read: the output copied from that file by the kernel, then the index and trailer.
-fn complete(spill: Spill, key: &str, index: &[u8]) -> io::Result<()> {
-    let entry = spill
-        .entry
-        .ok_or_else(|| io::Error::other("no entry to complete"))?;
-    let raw = |to: &mut fs::File| copy_start(&spill.file, to, spill.len);
-    write_entry(&entry.dir, key, (spill.len, entry.digest), index, raw)
+fn complete(entry: Unstored, key: &str, index: &[u8]) -> io::Result<()> {
+    let raw = |to: &mut fs::File| copy_start(&entry.file, to, entry.len);
+    write_entry(&entry.dir, key, (entry.len, entry.digest), index, raw)
 }
 
 /// Writes an entry to a temporary file, then moves it into place: the output (`raw_len` bytes,

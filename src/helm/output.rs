@@ -32,15 +32,15 @@ use nyl_core::data::yaml;
 use nyl_core::expansion::manifest::{Doc, Output, Stored};
 use nyl_core::parallel;
 
-/// The output size from which a release's output is kept in a file rather than in memory, and
-/// the size of the parts it is then classified in.
+/// The output size from which a release's output in a file is classified as it grows (and its
+/// cache entry written from that file), and the size of the parts it is classified in.
 pub const STORE_FROM: usize = 1 << 20;
 
 /// A part this large is scanned on two threads when the run allows.
 const PART_ON_TWO_THREADS: usize = 256 << 10;
 
 /// Where a large output goes.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Keep {
     /// In memory, whatever its size: the run reads every document (`-o json`, `diff`,
     /// `render-tree`, `validate`).
@@ -65,37 +65,26 @@ pub struct Reading {
     started: Option<Box<dyn FnOnce() + Send>>,
 }
 
-/// The file an output is written to, and what it holds so far.
-pub struct Spill {
-    pub file: Arc<File>,
-    /// What a cache entry being written has beside its bytes; a file of its own has nothing.
-    pub entry: Option<Unplaced>,
-    pub len: usize,
-}
-
-/// A cache entry to be written from the output's file.
-pub struct Unplaced {
-    /// The cache directory it goes into.
-    pub dir: PathBuf,
-    /// The digest of the output, as the entry's body starts (a file of its own is not hashed:
-    /// nothing verifies it, and hashing cost a `--no-cache` render 2 ms of 5 MB).
-    pub digest: BodyDigest,
+/// The file an output is moved into, and what it holds so far.
+struct Spill {
+    file: Arc<File>,
+    /// The cache directory its entry goes into, when it is to be stored (the output is then
+    /// hashed as it is classified); a file of its own has none.
+    store_in: Option<PathBuf>,
+    len: usize,
 }
 
 impl Spill {
     /// A new file for an output kept as `keep` says, the same for a cache entry's and one of
-    /// its own: only a cache entry's output is hashed.
+    /// its own.
     fn create(keep: &Keep) -> io::Result<Spill> {
-        let entry = match keep {
-            Keep::Entry(dir) => Some(Unplaced {
-                dir: dir.clone(),
-                digest: BodyDigest::default(),
-            }),
+        let store_in = match keep {
+            Keep::Entry(dir) => Some(dir.clone()),
             _ => None,
         };
         Ok(Spill {
             file: Arc::new(scratch_file()?),
-            entry,
+            store_in,
             len: 0,
         })
     }
@@ -326,11 +315,23 @@ impl Drop for Mapped {
     }
 }
 
-/// A finished output, with the file it is kept in when it is large and to be stored
-/// ([`super::cache::Cache`] writes the entry from it).
+/// A large output to be stored: the file it is kept in, from which [`super::cache::Cache`]
+/// writes its entry.
+pub struct Unstored {
+    pub file: Arc<File>,
+    pub len: usize,
+    /// The cache directory the entry goes into.
+    pub dir: PathBuf,
+    /// The digest of the output, as the entry's body starts (a file of its own is not hashed:
+    /// nothing verifies it, and hashing cost a `--no-cache` render 2 ms of 5 MB).
+    pub digest: BodyDigest,
+}
+
+/// A finished output, with what its cache entry is written from when it is large and to be
+/// stored (a small one's is written from memory).
 pub struct Read {
     pub output: Output,
-    pub entry: Option<Spill>,
+    pub entry: Option<Unstored>,
 }
 
 impl Reading {
@@ -378,7 +379,7 @@ impl Reading {
 
     /// The output, once Helm has ended well.
     pub fn finish(mut self) -> Result<Read, Failure> {
-        let Some(mut spill) = self.spill.take() else {
+        let Some(spill) = self.spill.take() else {
             let raw = String::from_utf8(std::mem::take(&mut self.pending))
                 .map_err(|_| Failure::Failed(NOT_UTF8.to_string()))?;
             return Ok(Read {
@@ -411,9 +412,6 @@ impl Reading {
                     .unwrap_or_else(|_| Err("the classifying thread panicked".into()))
             })
             .map_err(Failure::Failed)?;
-        if let (Some(entry), Some(digest)) = (&mut spill.entry, found.digest) {
-            entry.digest = digest;
-        }
         let stored = Stored {
             bytes: spill.file.clone(),
             len: spill.len,
@@ -422,7 +420,15 @@ impl Reading {
             Failure::Failed("internal error: a document past the end of the output".into())
         })?;
         // A file of its own stays open as long as the output does.
-        let entry = spill.entry.is_some().then_some(spill);
+        let entry = spill
+            .store_in
+            .zip(found.digest)
+            .map(|(dir, digest)| Unstored {
+                file: spill.file,
+                len: spill.len,
+                dir,
+                digest,
+            });
         Ok(Read { output, entry })
     }
 }
@@ -434,7 +440,7 @@ impl Classifier {
         progress.update(|w| w.len = spill.len);
         let thread = {
             let (file, progress) = (spill.file.clone(), progress.clone());
-            let hash = spill.entry.is_some();
+            let hash = spill.store_in.is_some();
             let classified = move || {
                 let found = classify(&file, &progress, hash, two_threads);
                 if found.is_err() {
@@ -731,7 +737,7 @@ mod tests {
             };
             let mut digest = BodyDigest::default();
             digest.update(raw.as_bytes());
-            let hashed = entry.entry.as_ref().unwrap().digest.finalize();
+            let hashed = entry.digest.finalize();
             assert_eq!(hashed, digest.finalize());
             assert_eq!(entry.len, raw.len());
         }
