@@ -59,7 +59,13 @@ fn around(text: &str, at: usize) -> std::borrow::Cow<'_, str> {
 /// it.
 fn renders_as(app: &str, expected: &str, cache: &std::path::Path) {
     let repo = root().join("tests/fixtures/passthrough");
-    let env = [("NYL_CACHE_DIR".to_string(), cache.display().to_string())];
+    let env = [
+        ("NYL_CACHE_DIR".to_string(), cache.display().to_string()),
+        (
+            "RUST_LOG".to_string(),
+            "nyl_render::helm::cache=debug".to_string(),
+        ),
+    ];
     for run in ["cold", "warm (from the cache)", "without the cache"] {
         let extra = if run == "without the cache" {
             "--no-cache "
@@ -71,6 +77,16 @@ fn renders_as(app: &str, expected: &str, cache: &std::path::Path) {
         // A warm run is served by the entry the cold one stored: verified, not rendered again.
         assert!(
             !stderr.contains("corrupt render cache entry"),
+            "{run}: {stderr}"
+        );
+        // (A nested invocation rendered before may be a hit in the cold run too.)
+        assert_eq!(
+            stderr.contains("cache miss"),
+            run == "cold",
+            "{run}: {stderr}"
+        );
+        assert!(
+            stderr.contains("cache hit") || !run.starts_with("warm"),
             "{run}: {stderr}"
         );
         if stdout != expected {
