@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use crate::apps::pipeline::{check_releases, Loaded, Request, Session};
+use crate::expansion::render::Run;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::data::provenance::Catalog;
 use nyl_core::data::value::Node;
@@ -35,7 +36,7 @@ pub(super) fn values(args: ValuesArgs) -> ExitCode {
     };
     if whole_target {
         let target = request.target.clone().unwrap_or_default();
-        match whole_target::values(&request, &target, args.explain) {
+        match target_values(&request, &target, args.explain) {
             Ok(outcome) => return print_target_values(&outcome, args.output, args.explain),
             Err(Some(run)) => {
                 let outcome = evaluate_in(&run.loaded, &request, args.explain);
@@ -45,6 +46,48 @@ pub(super) fn values(args: ValuesArgs) -> ExitCode {
         }
     }
     print_values(evaluate(&request, args.explain), args.output, args.explain)
+}
+
+/// The values of every app of the target, as `nyl values` gives them for one app; `Err` when
+/// the paths are to be read as apps themselves, as for [`whole_target::render`].
+fn target_values(
+    inputs: &Request,
+    target: &str,
+    explain: bool,
+) -> Result<whole_target::Outcome<Outcome>, Option<Box<Run>>> {
+    let (planned, mut diagnostics) = whole_target::planned(inputs, target, false)?;
+    let mut apps = Vec::new();
+    if let Some((run, names)) = planned {
+        let root = &run.loaded.root;
+        for app in names {
+            let request = Request {
+                paths: vec![root.join(&app)],
+                root: Some(root.clone()),
+                target: Some(target.to_string()),
+                ..inputs.clone()
+            };
+            let mut outcome = evaluate_in(&run.loaded, &request, explain);
+            // An app of plain manifests has no invocations, and that is no problem here.
+            outcome
+                .diagnostics
+                .retain(|d| d.code != Code::NoInvocations);
+            whole_target::add(
+                &mut diagnostics,
+                &app,
+                &mut outcome.diagnostics,
+                &outcome.catalog,
+            );
+            apps.push((app, outcome));
+        }
+        if apps.iter().all(|(_, o)| o.items.is_empty()) {
+            let d = Diagnostic::new(
+                Code::NoInvocations,
+                format!("the apps of target {target:?} hold no component invocations"),
+            );
+            diagnostics.push((d, Arc::default()));
+        }
+    }
+    Ok(whole_target::finish(target, apps, diagnostics))
 }
 
 /// One `nyl values` outcome: its problems, or its values.

@@ -2,6 +2,7 @@
 //! deploys (its `spec.apps`, and the layout apps that name it), as `nyl render-tree` finds them,
 //! in their order (sorted by path), each on its own as `render-tree` renders it. Directories given
 //! with the target narrow it to its apps below them, when each is no app itself and holds some.
+//! The render of those apps is here; their values are `nyl values`' own ([`super::values`]).
 
 use std::path::PathBuf;
 
@@ -174,14 +175,9 @@ pub(super) fn render(
     req: &render::Request,
     target: &str,
 ) -> Result<Outcome<render::Outcome>, Option<Box<render::Run>>> {
-    let (planned, mut diagnostics) = match plan(&req.inputs, target, req.allow_empty) {
-        (Plan::Apps(planned), diagnostics) => (planned, diagnostics),
-        (Plan::Paths(run), _) => return Err(run),
-    };
+    let (planned, mut diagnostics) = planned(&req.inputs, target, req.allow_empty)?;
     let mut apps = Vec::new();
-    // Fail closed before Helm runs: the run's own problems stop it, as they stop a render.
-    let failed = diagnostics.iter().any(|(d, _)| d.is_error());
-    if let Some((run, names)) = planned.filter(|_| !failed) {
+    if let Some((run, names)) = planned {
         req.progress.add_apps(names.len());
         let rendered = tree::render_apps(&run, req, target, &names);
         run.finish();
@@ -208,55 +204,33 @@ pub(super) fn render(
     Ok(finish(target, apps, diagnostics))
 }
 
-/// The values of every app of the target, as `nyl values` gives them for one app; `Err` when
-/// the paths are to be read as apps themselves, as for [`render`].
-pub(super) fn values(
+/// The target's apps with the run of their project, and the problems of finding them; no apps
+/// when those include an error (fail closed: the run's own problems stop it before any app is
+/// read or rendered, as they stop a render). `Err` when the paths are to be read as apps
+/// themselves, with the run loaded to find that out when there is one.
+pub(super) fn planned(
     inputs: &pipeline::Request,
     target: &str,
-    explain: bool,
-) -> Result<Outcome<super::values::Outcome>, Option<Box<render::Run>>> {
-    let (planned, mut diagnostics) = match plan(inputs, target, false) {
-        (Plan::Apps(planned), diagnostics) => (planned, diagnostics),
-        (Plan::Paths(run), _) => return Err(run),
-    };
-    let mut apps = Vec::new();
-    let failed = diagnostics.iter().any(|(d, _)| d.is_error());
-    if let Some((run, names)) = planned.filter(|_| !failed) {
-        let root = &run.loaded.root;
-        for app in names {
-            let request = pipeline::Request {
-                paths: vec![root.join(&app)],
-                root: Some(root.clone()),
-                target: Some(target.to_string()),
-                ..inputs.clone()
-            };
-            let mut outcome = super::values::evaluate_in(&run.loaded, &request, explain);
-            // An app of plain manifests has no invocations, and that is no problem here.
-            outcome
-                .diagnostics
-                .retain(|d| d.code != Code::NoInvocations);
-            add(
-                &mut diagnostics,
-                &app,
-                &mut outcome.diagnostics,
-                &outcome.catalog,
-            );
-            apps.push((app, outcome));
+    allow_empty: bool,
+) -> Result<Planned, Option<Box<render::Run>>> {
+    match plan(inputs, target, allow_empty) {
+        (Plan::Apps(planned), diagnostics) => {
+            let failed = diagnostics.iter().any(|(d, _)| d.is_error());
+            Ok((planned.filter(|_| !failed), diagnostics))
         }
-        if apps.iter().all(|(_, o)| o.items.is_empty()) {
-            let d = Diagnostic::new(
-                Code::NoInvocations,
-                format!("the apps of target {target:?} hold no component invocations"),
-            );
-            diagnostics.push((d, Arc::default()));
-        }
+        (Plan::Paths(run), _) => Err(run),
     }
-    Ok(finish(target, apps, diagnostics))
 }
+
+/// See [`planned`].
+pub(super) type Planned = (
+    Option<(Box<render::Run>, Vec<String>)>,
+    Vec<(Diagnostic, Arc<Catalog>)>,
+);
 
 /// Moves an app's problems into the run's, in a stable order, naming the app where the problem
 /// has no place of its own.
-fn add(
+pub(super) fn add(
     into: &mut Vec<(Diagnostic, Arc<Catalog>)>,
     app: &str,
     diagnostics: &mut Vec<Diagnostic>,
@@ -270,7 +244,7 @@ fn add(
     );
 }
 
-fn finish<T>(
+pub(super) fn finish<T>(
     target: &str,
     apps: Vec<(String, T)>,
     mut diagnostics: Vec<(Diagnostic, Arc<Catalog>)>,
