@@ -144,7 +144,7 @@ impl Output {
     /// ([`Output::decode_index`] and [`Output::new`] read both back): a compact binary list,
     /// each number a LEB128 varint, each string its length and bytes, each optional field a tag
     /// byte (0 absent, 1 present). Its layout is the cache entry's: a change needs a new entry
-    /// magic (`src/helm/cache.rs`).
+    /// magic (`src/helm/cache/entry.rs`).
     pub fn index(&self) -> Vec<u8> {
         let mut w = Vec::with_capacity(self.docs.len() * 64);
         put_num(&mut w, self.docs.len());

@@ -22,7 +22,7 @@
 //!   ([`Output::index`], binary), then a trailer of fixed length, `nyl-cache-v8 <key> <digest>
 //!   <index length> <output length>\n` (lengths of 20 digits), verified whole against its
 //!   digest on every read: a corrupt, truncated or misplaced entry is a miss and a warning,
-//!   never wrong output. The digest goes by blocks of the body ([`BodyDigest`]), so a write
+//!   never wrong output. The digest goes by blocks of the body ([`BodyDigest`](crate::helm::digest::BodyDigest)), so a write
 //!   hashes the body as Helm prints it and a hit hashes the blocks on two threads. A hit does no
 //!   YAML work: it reads the body into the buffer whose front, Helm's bytes, it passes on, or,
 //!   for a large output going straight to stdout, verifies it a block at a time and passes on
@@ -42,12 +42,20 @@
 //!   under the bound: never more than the excess, even with concurrent runs, which take turns.
 //! - A cache that cannot be written costs one warning; the render still succeeds.
 
+mod bound;
+mod dir;
+mod entry;
+mod key;
+mod seen;
+
+pub use bound::DEFAULT_MAX_BYTES;
+pub(crate) use dir::euid;
+pub use dir::{default_dir, open_dir, probes_dir};
+
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock, PoisonError};
@@ -55,32 +63,19 @@ use std::time::{Duration, SystemTime};
 
 use tracing::{debug, info, warn};
 
-use crate::helm::digest::{self, joined, BodyDigest, Digest, BLOCK};
-use crate::helm::output::{
-    self, temp_path, Keep, Read as ReadOutput, Reading, Unstored, STORE_FROM,
-};
-use crate::helm::{create_private_dir, Failure, Helm, Template};
-use nyl_core::expansion::manifest::{Output, Raw, Stored};
+use crate::helm::output::{Keep, Read as ReadOutput, Reading, Unstored};
+use crate::helm::{Failure, Helm, Template};
+use dir::{distrust, warn_once};
+use entry::{complete, entry_path, read_entry, store};
+use key::{inputs, key_of};
+use nyl_core::expansion::manifest::{Output, Raw};
 use nyl_core::parallel;
 use nyl_core::project::objects::ChartSource;
+use seen::{seen_bit, SEEN};
 
-const MAGIC: &str = "nyl-cache-v8";
-/// The length of an entry's trailer: magic, key (64 hex digits), digest (32), two lengths of 20
-/// digits, the spaces between and a line break.
-const TRAILER: usize = MAGIC.len() + 1 + 64 + 1 + 32 + 1 + 20 + 1 + 20 + 1;
 /// How stale an entry's use time may get before a hit moves it: eviction goes by the day, and
 /// the renders of a busy day write nothing.
 const USE_REFRESH: Duration = Duration::from_secs(24 * 3600);
-const INDEX_MAGIC: &str = "nyl-cache-index-v1";
-/// The default bound on the cache directory's size.
-pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
-/// Entries one eviction may examine, plus [`SWEEP_PER_WRITE`] for each entry the run wrote: a run
-/// can always remove more than it added, so the bound holds over time.
-const SWEEP_BASE: usize = 2048;
-const SWEEP_PER_WRITE: usize = 4;
-const SHARDS: usize = 256;
-/// Temporary files older than this were left by a killed process.
-const STALE: Duration = Duration::from_secs(3600);
 
 /// How a run uses the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -127,85 +122,6 @@ impl Drop for Cache {
     /// A run that ends without [`Cache::finish`] still leaves whole entries, not temporary files.
     fn drop(&mut self) {
         self.wait_for_stores();
-    }
-}
-
-/// What one eviction did (logged at debug level).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Sweep {
-    shards: usize,
-    /// Directory entries looked at: never more than the run's budget.
-    examined: usize,
-    budget: usize,
-    removed: usize,
-    removed_bytes: u64,
-}
-
-/// Where remembered `helm version` probes live inside a cache directory.
-pub fn probes_dir(dir: &Path) -> PathBuf {
-    dir.join("helm-probes")
-}
-
-/// `NYL_CACHE_DIR`, else `$XDG_CACHE_HOME/nyl`, else `~/.cache/nyl`.
-pub fn default_dir() -> Option<PathBuf> {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    var("NYL_CACHE_DIR")
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("nyl")))
-        .or_else(|| var("HOME").map(|d| d.join(".cache/nyl")))
-}
-
-/// The cache directory, created if missing, when it can be trusted; `None` (after one warning
-/// per run) when it cannot be created or someone else could have written it.
-pub fn open_dir(dir: &Path) -> Option<PathBuf> {
-    let checked = create_private_dir(dir)
-        .and_then(|()| fs::metadata(dir))
-        .map_err(|e| format!("render cache not written ({e})"))
-        .and_then(|meta| match distrust(&meta, euid()) {
-            Some(why) => Err(format!(
-                "render cache directory {why}, so it may hold renders nyl did not write; not used \
-                 (use a directory only you can write: chown it to yourself and chmod 700 it, or \
-                 set NYL_CACHE_DIR)"
-            )),
-            None => Ok(()),
-        });
-    match checked {
-        Ok(()) => Some(dir.to_path_buf()),
-        Err(message) => {
-            warn_once(dir, &message);
-            None
-        }
-    }
-}
-
-/// One warning per run about the cache's trust, however many directories or entries fail.
-fn warn_once(path: &Path, message: &str) {
-    static WARNED: AtomicBool = AtomicBool::new(false);
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        warn!(path = %path.display(), "{message}; rendering goes on without it");
-    } else {
-        debug!(path = %path.display(), "{message}");
-    }
-}
-
-/// The effective user id, which owns what this process creates.
-pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions, touches no memory of ours and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// Why a cache directory or entry must not be used, if it must not: another user's, or writable
-/// by others, it may hold renders nyl never wrote.
-fn distrust(meta: &fs::Metadata, uid: u32) -> Option<&'static str> {
-    if meta.uid() != uid {
-        Some("is owned by another user")
-    } else if meta.mode() & 0o022 != 0 {
-        Some("is writable by group or others")
-    } else {
-        None
     }
 }
 
@@ -497,48 +413,26 @@ impl Cache {
         Some(key_of(inputs, &content))
     }
 
-    /// The digest of every file below a chart directory, computed once per directory and run.
+    /// The digest of every file below a chart directory ([`key::chart_content`]), computed once
+    /// per directory and run.
     fn chart_digest(&self, dir: &Path) -> Option<String> {
         if let Some(d) = self.chart_digests.lock().ok()?.get(dir) {
             return Some(d.clone());
         }
-        let mut files: Vec<(Vec<u8>, PathBuf)> = Vec::new();
-        let mut bytes = 0;
-        for entry in walkdir::WalkDir::new(dir) {
-            let entry = entry.ok()?;
-            if entry.file_type().is_file() {
-                bytes += entry.metadata().map_or(0, |m| m.len());
-                // Raw bytes: two names that differ only where they are not UTF-8 stay apart.
-                let rel = entry.path().strip_prefix(dir).ok()?.as_os_str().as_bytes();
-                files.push((rel.to_vec(), entry.into_path()));
-            } else if entry.path_is_symlink() {
-                // Helm follows links; a render through one is not cached, as its target may
-                // change without the chart changing.
-                return None;
-            }
-        }
-        files.sort();
-        // Each file's digest, on two threads for a chart of megabytes (CRDs), joined in name order.
-        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
-        let workers = parallel::workers_for(bytes, parallel::WORTH_A_THREAD, || self.two_threads());
-        let digests = parallel::map(&files, workers, |(): &mut (), (_, path)| {
-            // A piece at a time (BLAKE3's reader, 64 KiB): a chart's CRD files are megabytes,
-            // and nyl's memory is not.
-            let file = fs::File::open(path).ok()?;
-            Some(blake3::Hasher::new().update_reader(file).ok()?.finalize())
-        })
-        .into_iter()
-        .collect::<Option<Vec<_>>>()?;
-        let mut h = blake3::Hasher::new();
-        for ((rel, _), digest) in files.iter().zip(digests) {
-            put(&mut h, rel);
-            h.update(digest.as_bytes());
-        }
-        let digest = h.finalize().to_hex().to_string();
+        let digest = key::chart_content(dir, || self.two_threads())?;
         if let Ok(mut map) = self.chart_digests.lock() {
             map.insert(dir.to_path_buf(), digest.clone());
         }
         Some(digest)
+    }
+
+    /// Bounds the directory ([`bound::evict`]), given the entries this run wrote.
+    fn evict(&self) -> io::Result<bound::Sweep> {
+        bound::evict(
+            &self.dir,
+            self.max_bytes,
+            self.writes.load(Ordering::Relaxed),
+        )
     }
 
     fn entry_path(&self, key: &str) -> PathBuf {
@@ -632,338 +526,6 @@ impl Cache {
         }
         self.writes.fetch_add(1, Ordering::Relaxed);
     }
-
-    /// Sweeps shards from the index's cursor, removing least recently used entries of the swept
-    /// shards while the counted size is over the bound, and temporary files that a killed
-    /// process left behind. Work is bounded by the number of entries examined.
-    fn evict(&self) -> io::Result<Sweep> {
-        let mut index = Index::lock(&self.dir)?;
-        let mut sweep = Sweep {
-            budget: SWEEP_BASE + SWEEP_PER_WRITE * self.writes.load(Ordering::Relaxed),
-            ..Sweep::default()
-        };
-        sweep.examined += remove_stale(&self.dir, sweep.budget);
-        while sweep.shards < SHARDS
-            && sweep.examined < sweep.budget
-            && (sweep.shards == 0 || index.counted() > self.max_bytes || index.unknown() > 0)
-        {
-            // Shards the index lost go first: until they are counted, the bound is not enforced
-            // on them.
-            let shard = (0..SHARDS)
-                .map(|i| (index.cursor + i) % SHARDS)
-                .find(|&s| index.shards[s].is_none())
-                .unwrap_or(index.cursor);
-            let whole = self.sweep_shard(&mut index, shard, &mut sweep);
-            // On past a shard seen in part, too: the next run samples another one.
-            index.cursor = (shard + 1) % SHARDS;
-            sweep.shards += 1;
-            if !whole {
-                break;
-            }
-        }
-        index.save()?;
-        Ok(sweep)
-    }
-
-    /// Counts one shard (within what is left of the budget) and removes its oldest entries while
-    /// the count is over the bound. False when the budget ran out before the shard was seen
-    /// whole.
-    fn sweep_shard(&self, index: &mut Index, shard: usize, sweep: &mut Sweep) -> bool {
-        let dir = self.dir.join(format!("{shard:02x}"));
-        let listing = match fs::read_dir(&dir) {
-            Ok(listing) => listing,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                index.shards[shard] = Some(0);
-                return true;
-            }
-            Err(_) => return true,
-        };
-        let mut entries: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
-        let mut whole = true;
-        for item in listing.filter_map(Result::ok) {
-            if sweep.examined >= sweep.budget {
-                whole = false;
-                break;
-            }
-            sweep.examined += 1;
-            if item.file_name().as_bytes().ends_with(b".entry") {
-                let meta = item.metadata().ok().filter(fs::Metadata::is_file);
-                if let Some((used, meta)) = meta.and_then(|m| Some((m.modified().ok()?, m))) {
-                    entries.push((used, meta.len(), item.path()));
-                }
-            } else {
-                remove_if_stale(&item);
-            }
-        }
-        if whole {
-            index.shards[shard] = Some(entries.iter().map(|e| e.1).sum());
-        }
-        let mut excess = index.counted().saturating_sub(self.max_bytes);
-        entries.sort();
-        for (_, len, path) in entries {
-            if excess == 0 {
-                break;
-            }
-            if fs::remove_file(&path).is_ok() {
-                debug!(entry = %path.display(), "render cache entry evicted");
-                excess = excess.saturating_sub(len);
-                index.add(shard, 0, len);
-                sweep.removed += 1;
-                sweep.removed_bytes += len;
-            }
-        }
-        whole
-    }
-}
-
-/// Writes an entry (`raw`, then `index`, then the trailer) to a temporary file, then moves it
-/// into place.
-fn store(dir: &Path, key: &str, raw: &[u8], index: &[u8]) -> io::Result<()> {
-    let mut digest = BodyDigest::default();
-    digest.update(raw);
-    // Parts written as they are: the output is not copied into one buffer first.
-    write_entry(dir, key, (raw.len(), digest), index, |file| {
-        file.write_all(raw)
-    })
-}
-
-/// Writes the entry of an output kept in a file of its own ([`crate::helm::output`]), hashed as
-/// it was read: the output copied from that file by the kernel, then the index and trailer.
-fn complete(entry: Unstored, key: &str, index: &[u8]) -> io::Result<()> {
-    let raw = |to: &mut fs::File| copy_start(&entry.file, to, entry.len);
-    write_entry(&entry.dir, key, (entry.len, entry.digest), index, raw)
-}
-
-/// Writes an entry to a temporary file, then moves it into place: the output (`raw_len` bytes,
-/// hashed into `digest`) by `write_raw`, then `index`, then the trailer.
-fn write_entry(
-    dir: &Path,
-    key: &str,
-    (raw_len, mut digest): (usize, BodyDigest),
-    index: &[u8],
-    write_raw: impl FnOnce(&mut fs::File) -> io::Result<()>,
-) -> io::Result<()> {
-    let tmp = temp_path(dir);
-    let result = (|| {
-        let mut file = fs::File::options()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        write_raw(&mut file)?;
-        digest.update(index);
-        file.write_all(index)?;
-        file.write_all(trailer(key, &digest, index.len(), raw_len).as_bytes())?;
-        place(dir, &tmp, key, file.metadata()?.len())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// Copies the first `len` bytes of `from` to `to` at its position: by the kernel (`sendfile`,
-/// which leaves `from`'s position alone), or through a buffer where it cannot.
-fn copy_start(from: &fs::File, to: &mut fs::File, len: usize) -> io::Result<()> {
-    let mut at = output::send(to.as_raw_fd(), from, 0..len)?;
-    let mut buf = vec![0; (len - at).min(256 << 10)];
-    while at < len {
-        let n = (len - at).min(buf.len());
-        from.read_exact_at(&mut buf[..n], at as u64)?;
-        to.write_all(&buf[..n])?;
-        at += n;
-    }
-    Ok(())
-}
-
-/// An entry's trailer.
-fn trailer(key: &str, digest: &BodyDigest, index_len: usize, raw_len: usize) -> String {
-    let trailer = format!(
-        "{MAGIC} {key} {} {index_len:020} {raw_len:020}\n",
-        digest::to_hex(digest.finalize()),
-    );
-    debug_assert_eq!(trailer.len(), TRAILER);
-    trailer
-}
-
-/// Renames a written entry of `len` bytes into place and counts it, under the lock so that
-/// the index and the directory agree.
-fn place(dir: &Path, tmp: &Path, key: &str, len: u64) -> io::Result<()> {
-    // No fsync: an entry torn by a crash fails verification and is a miss, so the rename
-    // alone is enough, and a render does not wait for the disk.
-    let mut accounting = Index::lock(dir)?;
-    let path = entry_path(dir, key);
-    create_private_dir(path.parent().unwrap_or(dir))?;
-    let replaced = fs::symlink_metadata(&path).map_or(0, |m| m.len());
-    fs::rename(tmp, &path)?;
-    accounting.add(shard_of(key), len, replaced);
-    accounting.save()?;
-    mark_seen(dir, key)
-}
-
-fn entry_path(dir: &Path, key: &str) -> PathBuf {
-    dir.join(&key[..2]).join(format!("{key}.entry"))
-}
-
-/// The cache directory's accounting, read and changed only while its lock is held: the bytes of
-/// each shard (`None` for a shard not counted since the index was lost) and where the next
-/// sweep starts.
-struct Index {
-    path: PathBuf,
-    shards: Vec<Option<u64>>,
-    cursor: usize,
-    /// Held until the index is dropped: other processes wait at [`Index::lock`].
-    _lock: fs::File,
-}
-
-impl Index {
-    fn lock(dir: &Path) -> io::Result<Index> {
-        let lock = fs::File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(dir.join("lock"))?;
-        lock.lock()?;
-        let path = dir.join("index");
-        let (shards, cursor) = fs::read_to_string(&path)
-            .ok()
-            .and_then(|text| parse_index(&text))
-            .unwrap_or_else(|| (lost_index(dir), 0));
-        Ok(Index {
-            path,
-            shards,
-            cursor,
-            _lock: lock,
-        })
-    }
-
-    fn add(&mut self, shard: usize, added: u64, removed: u64) {
-        if let Some(bytes) = &mut self.shards[shard] {
-            *bytes = (*bytes + added).saturating_sub(removed);
-        }
-    }
-
-    fn unknown(&self) -> usize {
-        self.shards.iter().filter(|s| s.is_none()).count()
-    }
-
-    /// The bytes of the counted shards: a lower bound of the directory's size while shards are
-    /// not counted, so eviction never removes more than the excess.
-    fn counted(&self) -> u64 {
-        self.shards.iter().flatten().sum()
-    }
-
-    /// Writes the index over itself, under the lock. Not a new file renamed over it: ext4 then
-    /// writes the new file's blocks out at once (`auto_da_alloc`, for files replaced that way),
-    /// about 0.17 ms here against 0.01 ms, twice in every render that stores an entry. An index
-    /// torn by a crash is only accounting: one that does not parse is counted again
-    /// ([`lost_index`]), and a wrong count is corrected as sweeps count its shards again.
-    fn save(&self) -> io::Result<()> {
-        let values: Vec<String> = self
-            .shards
-            .iter()
-            .map(|s| s.map_or("-".to_string(), |b| b.to_string()))
-            .collect();
-        let text = format!("{INDEX_MAGIC} {}\n{}\n", self.cursor, values.join(" "));
-        let file = fs::File::options()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&self.path)?;
-        file.write_all_at(text.as_bytes(), 0)?;
-        file.set_len(text.len() as u64)
-    }
-}
-
-fn parse_index(text: &str) -> Option<(Vec<Option<u64>>, usize)> {
-    let (header, values) = text.split_once('\n')?;
-    let cursor = header
-        .strip_prefix(INDEX_MAGIC)?
-        .trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|c| *c < SHARDS)?;
-    let shards = values
-        .split_whitespace()
-        .map(|v| match v {
-            "-" => Some(None),
-            _ => v.parse().ok().map(Some),
-        })
-        .collect::<Option<Vec<_>>>()?;
-    (shards.len() == SHARDS).then_some((shards, cursor))
-}
-
-/// A fresh index for a directory without a readable one: a shard directory that does not exist is
-/// empty, one that exists is not counted yet.
-fn lost_index(dir: &Path) -> Vec<Option<u64>> {
-    let mut shards = vec![Some(0); SHARDS];
-    match fs::read_dir(dir) {
-        Ok(listing) => {
-            for item in listing.filter_map(Result::ok) {
-                let name = item.file_name();
-                let shard = std::str::from_utf8(name.as_bytes())
-                    .ok()
-                    .filter(|n| n.len() == 2)
-                    .and_then(|n| usize::from_str_radix(n, 16).ok());
-                if let Some(shard) = shard {
-                    shards[shard] = None;
-                }
-            }
-        }
-        Err(_) => shards = vec![None; SHARDS],
-    }
-    shards
-}
-
-/// Removes stale temporary files from the top of the cache directory (where entries are
-/// written); returns how many names it looked at, at most `budget`.
-fn remove_stale(dir: &Path, budget: usize) -> usize {
-    let Ok(listing) = fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut examined = 0;
-    for item in listing.filter_map(Result::ok).take(budget) {
-        examined += 1;
-        remove_if_stale(&item);
-    }
-    examined
-}
-
-/// Removes a temporary file a killed process left (older than [`STALE`]); stats nothing else.
-fn remove_if_stale(item: &fs::DirEntry) {
-    let stale = item.file_name().as_bytes().starts_with(b".tmp-")
-        && item
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t < SystemTime::now() - STALE);
-    if stale {
-        let _ = fs::remove_file(item.path());
-    }
-}
-
-/// Everything a render's key covers but a local chart's content: nyl's version, the helm, Helm's
-/// arguments (a local chart's directory left out) and the values. `None` for a remote chart that
-/// is not pinned to an exact version (see the module's documentation).
-fn inputs(t: &Template<'_>, helm_identity: &str) -> Option<blake3::Hash> {
-    if let ChartSource::Remote(remote) = t.chart {
-        // Only an exact version pins a chart: a range (`^1.2`, `1.x`) can resolve anew.
-        remote.version.as_deref().filter(|v| is_exact_version(v))?;
-    }
-    // A local chart's directory stands for its content, hashed apart. A remote chart's
-    // arguments never read alike: they hold `--repo=` or an `oci://` reference.
-    let args = Helm::template_args_with(t, |_| "chart-content".into());
-    let mut h = blake3::Hasher::new();
-    put(&mut h, MAGIC.as_bytes());
-    put(&mut h, env!("CARGO_PKG_VERSION").as_bytes());
-    put(&mut h, helm_identity.as_bytes());
-    put(&mut h, &(args.len() as u64).to_le_bytes());
-    for arg in &args {
-        put(&mut h, arg.as_bytes());
-    }
-    put(&mut h, t.values_json.as_bytes());
-    Some(h.finalize())
 }
 
 /// How a render of a local chart goes ([`Cache::plan`]), with its [`inputs`], hashed once.
@@ -974,204 +536,18 @@ enum Plan<'t> {
     Lookup(blake3::Hash),
 }
 
-/// A key: the hash of the inputs and the chart's content, its first [`SEEN_DIGITS`] hex digits
-/// the inputs' own, so that whether any entry of the same inputs was stored can be told before
-/// the chart is hashed ([`Cache::was_seen`]). The rest keeps 240 bits of the hash of both.
-fn key_of(inputs: &blake3::Hash, content: &str) -> String {
-    let mut h = blake3::Hasher::new();
-    put(&mut h, inputs.as_bytes());
-    put(&mut h, content.as_bytes());
-    let both = h.finalize().to_hex();
-    format!(
-        "{}{}",
-        &inputs.to_hex()[..SEEN_DIGITS],
-        &both[SEEN_DIGITS..]
-    )
-}
-
-/// The hex digits of a key that are its inputs': one bit of the [`SEEN`] file each.
-const SEEN_DIGITS: usize = 4;
-
-/// The file of the inputs entries were stored under: a bitmap (8 KiB), a bit for each value of a
-/// key's first [`SEEN_DIGITS`] hex digits, set under the lock as an entry is placed and never
-/// cleared. A bit not set means no entry of those inputs can be there, so Helm starts before
-/// the chart is hashed; a set one (or no way to tell) means a lookup. Wrong only the safe
-/// way: a file lost or torn, or a bit set by other inputs, costs a lookup or a render, never
-/// a wrong output.
-const SEEN: &str = "seen";
-
-/// The byte of the [`SEEN`] file that holds a key's bit, and the bit.
-fn seen_bit(key: &str) -> Option<(u64, u8)> {
-    let n = u64::from_str_radix(key.get(..SEEN_DIGITS)?, 16).ok()?;
-    Some((n / 8, 1 << (n % 8)))
-}
-
-/// Sets `key`'s bit in the [`SEEN`] file; under the lock.
-fn mark_seen(dir: &Path, key: &str) -> io::Result<()> {
-    let Some((at, bit)) = seen_bit(key) else {
-        return Ok(());
-    };
-    let file = fs::File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(dir.join(SEEN))?;
-    let mut byte = [0];
-    if file.read_at(&mut byte, at)? == 0 {
-        byte[0] = 0;
-    }
-    if byte[0] & bit == 0 {
-        file.write_all_at(&[byte[0] | bit], at)?;
-    }
-    Ok(())
-}
-
-/// The shard of a key: its first two hex digits.
-fn shard_of(key: &str) -> usize {
-    usize::from_str_radix(&key[..2], 16).unwrap_or(0)
-}
-
-/// Hashes `bytes` after their length, so no two different sequences hash alike.
-fn put(h: &mut blake3::Hasher, bytes: &[u8]) {
-    h.update(&(bytes.len() as u64).to_le_bytes());
-    h.update(bytes);
-}
-
-/// `1.2.3`, `v1.2.3`, `1.2.3-rc.1+build`: a semantic version, no range.
-fn is_exact_version(v: &str) -> bool {
-    let core = v.strip_prefix('v').unwrap_or(v);
-    let (core, rest) = core.split_at(core.find(['-', '+']).unwrap_or(core.len()));
-    let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        && rest
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-+.".contains(&b))
-}
-
-/// The output an entry of `len` bytes holds, if its trailer names `key` and its digest matches
-/// its content. The trailer is read first, so an entry of another key or format costs no more.
-/// A large output that the run passes on as it is (`stored`) stays in the entry: its blocks are
-/// read and hashed a few at a time, on two threads, and only its index and the documents to be
-/// read fully are kept. Any other is read whole, with one `read` per half, the halves on two
-/// threads when it is large; Helm's bytes, at the buffer's front, stay there and are what the
-/// output passes on.
-fn read_entry(
-    file: &fs::File,
-    len: usize,
-    key: &str,
-    two_threads: bool,
-    stored: bool,
-) -> Option<Output> {
-    let body = len.checked_sub(TRAILER)?;
-    let mut trailer = [0; TRAILER];
-    file.read_exact_at(&mut trailer, body as u64).ok()?;
-    let trailer = std::str::from_utf8(&trailer).ok()?.strip_suffix('\n')?;
-    let mut parts = trailer.split(' ');
-    let (magic, entry_key, digest, index_len, raw_len) = (
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-        parts.next()?.parse::<usize>().ok()?,
-        parts.next()?.parse::<usize>().ok()?,
-    );
-    if magic != MAGIC
-        || entry_key != key
-        || parts.next().is_some()
-        || Some(body) != raw_len.checked_add(index_len)
-    {
-        return None;
-    }
-    let digest = digest::from_hex(digest)?;
-    let workers = parallel::workers_for(body, parallel::WORTH_A_THREAD, || two_threads);
-    let entry = Body {
-        raw_len,
-        index_len,
-        digest,
-    };
-    if stored && raw_len >= STORE_FROM {
-        read_in_place(file, &entry, workers)
-    } else {
-        read_whole(file, &entry, workers)
-    }
-}
-
-/// An entry's body as its trailer gives it: the lengths of its two parts, and its digest.
-struct Body {
-    raw_len: usize,
-    index_len: usize,
-    digest: Digest,
-}
-
-/// A large entry's output left in its file: the blocks read and hashed a few at a time, then the
-/// index and the sources of the documents to read fully.
-fn read_in_place(file: &fs::File, given: &Body, workers: usize) -> Option<Output> {
-    let body = given.raw_len + given.index_len;
-    let blocks: Vec<usize> = (0..body.div_ceil(BLOCK)).collect();
-    let digests = parallel::map(&blocks, workers, |buf: &mut Vec<u8>, &i| {
-        buf.resize(BLOCK.min(body - i * BLOCK), 0);
-        file.read_exact_at(buf, (i * BLOCK) as u64).ok()?;
-        Some(digest::block(buf))
-    });
-    if joined(&digests.into_iter().collect::<Option<Vec<_>>>()?) != given.digest {
-        return None;
-    }
-    // Entries are never written after their rename: what was verified is what is read.
-    let mut index = vec![0; given.index_len];
-    file.read_exact_at(&mut index, given.raw_len as u64).ok()?;
-    let bytes = std::sync::Arc::new(file.try_clone().ok()?);
-    let stored = Stored {
-        bytes,
-        len: given.raw_len,
-    };
-    let mut output = Output::stored(Output::decode_index(&index)?, stored)?;
-    for doc in output.needing_sources() {
-        let mut source = vec![0; doc.end - doc.start];
-        file.read_exact_at(&mut source, doc.start as u64).ok()?;
-        doc.source = Some(String::from_utf8(source).ok()?);
-    }
-    Some(output)
-}
-
-/// An entry's output read into one buffer, each half with one `read`.
-fn read_whole(file: &fs::File, given: &Body, workers: usize) -> Option<Output> {
-    let body = given.raw_len + given.index_len;
-    let mut entry = vec![0; body];
-    let (left, right) = entry.split_at_mut(body / 2);
-    let read_half = |half: &mut [u8], at: usize| file.read_exact_at(half, at as u64).ok();
-    let (left, right) = parallel::join(
-        workers > 1,
-        || read_half(left, 0),
-        || read_half(right, body / 2),
-    );
-    left?;
-    right?;
-    let blocks: Vec<&[u8]> = entry.chunks(BLOCK).collect();
-    let digests = parallel::map(&blocks, workers, |(): &mut (), block| digest::block(block));
-    if joined(&digests) != given.digest {
-        return None;
-    }
-    // Helm's bytes are checked to be UTF-8 on one thread while the index is decoded on the
-    // other (the index, a few percent of the entry, is moved off the buffer's end for that).
-    let index = entry.split_off(given.raw_len);
-    let (docs, raw) = parallel::join(
-        workers > 1 && given.raw_len >= parallel::WORTH_A_THREAD,
-        || Output::decode_index(&index),
-        || String::from_utf8(entry).ok(),
-    );
-    Output::new(docs?, raw?)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::bound::*;
+    use super::entry::*;
+    use super::seen::*;
     use super::*;
+    use crate::helm::create_private_dir;
+    use crate::helm::output::STORE_FROM;
     use nyl_core::project::objects::RemoteChart;
     use std::ffi::OsStr;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     fn helm(version: &str) -> Helm {
         Helm::unprobed(version, "1 2")
