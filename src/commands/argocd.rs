@@ -13,8 +13,9 @@ use nyl_core::data::diagnostics::{self, Diagnostic};
 use nyl_core::data::provenance::Catalog;
 use nyl_core::repository::argocd;
 
+use super::options::{engine_request, env_var, EngineArgs, Format};
+use super::print::{report_diagnostics, write_stdout};
 use super::render::print_outcome;
-use super::{engine_request, env_var, report_diagnostics, write_stdout, EngineArgs, Format};
 
 #[derive(Subcommand, Debug)]
 pub(super) enum ArgocdCommand {

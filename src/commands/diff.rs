@@ -9,7 +9,8 @@ use crate::apps::pipeline::Request;
 use crate::expansion::render;
 use crate::outputs::diff;
 
-use super::{engine_request, print_diagnostics, progress, write_stdout, EngineArgs, NamespaceArg};
+use super::options::{engine_request, progress, EngineArgs, NamespaceArg};
+use super::print::{print_diagnostics, write_stdout};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct DiffArgs {

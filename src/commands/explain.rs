@@ -10,7 +10,8 @@ use nyl_core::project::objects::ChartSource;
 
 use nyl_core::data::provenance::Catalog;
 
-use super::{report_diagnostics, write_stdout, ContextArgs};
+use super::options::ContextArgs;
+use super::print::{report_diagnostics, write_stdout};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct ExplainArgs {

@@ -1,10 +1,18 @@
-//! Command-line options every command shares, and what they do before a command runs: `-C DIR`,
-//! `-v`/`--debug` (logging), and reading the values files of `-f`.
+//! Command-line options the commands share, and what they do before a command runs: `-C DIR`,
+//! `-v`/`--debug` (logging), reading the values files of `-f`, the target and namespace, and
+//! how renders run (`-j`, the render cache, Helm's timeout) with the environment's defaults.
 
 use std::io::{self, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
-use crate::apps::pipeline::RuntimeValues;
+use std::time::Duration;
+
+use clap::ValueEnum;
+
+use crate::apps::pipeline::{Request, RuntimeValues};
+use crate::helm;
+use crate::helm::cache;
+use crate::progress::Progress;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::project::objects::Limits;
 
@@ -145,6 +153,155 @@ fn open_error(file: &Path, e: &io::Error) -> Diagnostic {
         ""
     };
     Diagnostic::new(Code::PathNotFound, format!("-f {text}: {e}{hint}"))
+}
+
+#[derive(clap::Args, Debug)]
+pub(super) struct NamespaceArg {
+    /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
+    #[arg(short = 'n', long = "namespace", value_name = "NS")]
+    pub(super) namespace: Option<String>,
+}
+
+impl NamespaceArg {
+    /// The namespace of invocations without one: the flag, then Argo CD's app namespace, then
+    /// `default`, as `helm template` would use.
+    pub(super) fn resolve(self) -> String {
+        self.namespace
+            .or_else(|| env_var("ARGOCD_APP_NAMESPACE"))
+            .unwrap_or_else(|| "default".to_string())
+    }
+}
+
+/// The target and runtime values, for `values`, `render` and `explain`.
+#[derive(clap::Args, Debug)]
+pub(super) struct ContextArgs {
+    /// The DeploymentTarget (or, when none has the name, the Cluster) whose values feed imports.
+    #[arg(long, env = "NYL_TARGET", value_name = "NAME")]
+    pub(super) target: Option<String>,
+    #[command(flatten)]
+    pub(super) namespace: NamespaceArg,
+    /// A values file for the app's one release, as Helm's: repeatable, each over the ones before
+    /// (maps merge, anything else replaces); `-` reads stdin.
+    #[arg(short = 'f', long = "values", value_name = "FILE")]
+    pub(super) values: Vec<PathBuf>,
+    /// Values as a YAML string, over the values files.
+    #[arg(long = "values-yaml", value_name = "YAML")]
+    pub(super) values_yaml: Option<String>,
+    /// Runtime target values (a YAML string), merged over the effective target values.
+    #[arg(long = "target-values", value_name = "YAML")]
+    pub(super) target_values: Option<String>,
+}
+
+impl ContextArgs {
+    /// The request; `Err` with the problems of reading the values files.
+    pub(super) fn request(self, paths: Vec<PathBuf>) -> Result<Request, Vec<Diagnostic>> {
+        let mut values = read_values_files(&self.values)?;
+        values.extend(self.values_yaml.map(RuntimeValues::yaml));
+        Ok(Request {
+            paths,
+            root: None,
+            target: self.target,
+            default_namespace: self.namespace.resolve(),
+            values,
+            target_values: self.target_values,
+        })
+    }
+}
+
+/// What to evaluate, for `values` and `render`.
+#[derive(clap::Args, Debug)]
+pub(super) struct InputArgs {
+    #[command(flatten)]
+    pub(super) context: ContextArgs,
+    /// Invocation files, directories of an app, layout app directories, or layout app ids
+    /// (`prod.*.cert-manager`); with --target, a directory that is no app itself stands for the
+    /// target's apps below it [default: with --target, every app of the target; else "."].
+    pub(super) paths: Vec<PathBuf>,
+}
+
+impl InputArgs {
+    /// The request, and whether it may be for the apps of its target: a target, and no paths or
+    /// only directories (which [`whole_target`] then decides).
+    pub(super) fn request(self) -> Result<(Request, bool), Vec<Diagnostic>> {
+        let whole_target = self.context.target.is_some() && self.paths.iter().all(|p| p.is_dir());
+        let paths = if self.paths.is_empty() && !whole_target {
+            vec![PathBuf::from(".")]
+        } else {
+            self.paths
+        };
+        Ok((self.context.request(paths)?, whole_target))
+    }
+}
+
+/// How renders run: parallelism and the render cache.
+#[derive(clap::Args, Debug)]
+pub(super) struct EngineArgs {
+    /// Helm renders (and apps, for validate and render-tree) to run at once [default: the
+    /// available cores]; NYL_JOBS sets it where no flag can be given (the Argo CD sidecar).
+    #[arg(short = 'j', long = "jobs", env = "NYL_JOBS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(super) jobs: Option<u64>,
+    /// Neither read nor write the render cache.
+    #[arg(long, conflicts_with = "refresh")]
+    pub(super) no_cache: bool,
+    /// Render again and overwrite the cache entries, without reading them.
+    #[arg(long)]
+    pub(super) refresh: bool,
+    /// Seconds one release may spend in Helm (its `helm template`, after a remote chart's `helm pull`)
+    /// before it is stopped; `limits.helm_timeout_seconds` in nyl.toml can only lower it.
+    #[arg(
+        long,
+        env = "NYL_HELM_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = helm::DEFAULT_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub(super) helm_timeout: u64,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum Format {
+    Yaml,
+    Json,
+}
+
+/// Progress of a long command, on a terminal only.
+pub(super) fn progress(command: &'static str) -> Progress {
+    Progress::new(command, io::stderr().is_terminal())
+}
+
+pub(super) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The parts of a render request that [`EngineArgs`] and the environment decide.
+pub(super) fn engine_request(
+    engine: &EngineArgs,
+    progress: Progress,
+) -> crate::expansion::render::Request {
+    let mode = if engine.no_cache {
+        cache::Mode::Off
+    } else if engine.refresh {
+        cache::Mode::Refresh
+    } else {
+        cache::Mode::ReadWrite
+    };
+    crate::expansion::render::Request {
+        inputs: Request::default(),
+        kube_version: None,
+        api_versions: Vec::new(),
+        allow_empty: false,
+        jobs: engine.jobs.and_then(|j| usize::try_from(j).ok()),
+        cache_dir: cache::default_dir(),
+        cache: mode,
+        cache_max_bytes: env_var("NYL_CACHE_MAX_BYTES")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(cache::DEFAULT_MAX_BYTES),
+        helm_timeout: Duration::from_secs(engine.helm_timeout),
+        gate: crate::expansion::render::Gate::AllInputs,
+        progress,
+        stored_output: false,
+        apps_at_once: 1,
+    }
 }
 
 #[cfg(test)]

@@ -8,10 +8,9 @@ use nyl_core::data::provenance::Catalog;
 use nyl_core::expansion::manifest::{Manifest, Part};
 use nyl_core::repository::argocd;
 
-use super::{
-    engine_request, env_var, print_diagnostics, progress, report_diagnostics, whole_target,
-    write_stdout, write_stdout_parts, EngineArgs, Format, InputArgs,
-};
+use super::options::{engine_request, env_var, progress, EngineArgs, Format, InputArgs};
+use super::print::{print_diagnostics, report_diagnostics, write_stdout, write_stdout_parts};
+use super::whole_target;
 use crate::progress::Progress;
 
 #[derive(clap::Args, Debug)]

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use nyl_core::project::{reference, schema};
 
-use super::write_stdout;
+use super::print::write_stdout;
 
 pub(super) fn print_schema(name: &str) -> ExitCode {
     let Some(kind) = schema::FILE_KINDS.iter().find(|k| k.name == name) else {

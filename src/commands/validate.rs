@@ -11,7 +11,8 @@ use crate::outputs::validate;
 use nyl_core::data::diagnostics;
 use nyl_core::data::provenance::Catalog;
 
-use super::{engine_request, progress, report_diagnostics, write_stdout, EngineArgs, NamespaceArg};
+use super::options::{engine_request, progress, EngineArgs, NamespaceArg};
+use super::print::{report_diagnostics, write_stdout};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct ValidateArgs {

@@ -13,9 +13,9 @@ use nyl_core::project::objects::ChartSource;
 use nyl_core::values::release::InvocationValues;
 use std::sync::Arc;
 
-use super::{
-    json_text, print_diagnostics, report_diagnostics, whole_target, write_stdout, Format, InputArgs,
-};
+use super::options::{Format, InputArgs};
+use super::print::{json_text, print_diagnostics, report_diagnostics, write_stdout};
+use super::whole_target;
 
 #[derive(clap::Args, Debug)]
 pub(super) struct ValuesArgs {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use crate::helm;
 
-use super::write_stdout;
+use super::print::write_stdout;
 
 /// Succeeds without a usable helm too: saying which helm nyl would run, or why none, is its job.
 pub(super) fn print_version() -> ExitCode {

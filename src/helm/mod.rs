@@ -12,6 +12,7 @@
 mod build_info;
 pub mod cache;
 mod digest;
+mod failure;
 pub mod output;
 pub mod remote;
 pub mod values_schema;
@@ -31,6 +32,7 @@ use sha2::{Digest, Sha256};
 use tracing::{debug, warn};
 
 use crate::process::{self, Stopped};
+pub use failure::Failure;
 use nyl_core::data::diagnostics::{Code, Diagnostic};
 use nyl_core::project::objects::ChartSource;
 use nyl_core::project::objects::RemoteChart;
@@ -81,47 +83,6 @@ pub struct Template<'a> {
     /// The CPUs Helm is told it may use (`GOMAXPROCS`), when the run shares the machine among
     /// several helms ([`crate::process::go_threads`]); `None`: Go's default, every core.
     pub go_threads: Option<usize>,
-}
-
-/// Why `helm template` gave no output for a release.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Failure {
-    /// Helm failed: its message, trimmed to one line and to a few KB.
-    Failed(String),
-    /// Helm was still running at its deadline.
-    TimedOut(Duration),
-    /// Helm printed more than the render's output budget (its size in bytes).
-    OutputTooLarge(u64),
-}
-
-impl Failure {
-    pub fn code(&self) -> Code {
-        match self {
-            Failure::Failed(_) => Code::HelmFailed,
-            Failure::TimedOut(_) => Code::HelmTimeout,
-            Failure::OutputTooLarge(_) => Code::HelmOutputTooLarge,
-        }
-    }
-}
-
-impl std::fmt::Display for Failure {
-    /// Completes "helm template CHART ...".
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Failed(message) => write!(f, "failed: {message}"),
-            Failure::TimedOut(limit) => write!(
-                f,
-                "did not finish within {} s and was stopped; look for a template that loops, \
-                 or raise --helm-timeout (NYL_HELM_TIMEOUT)",
-                limit.as_secs()
-            ),
-            Failure::OutputTooLarge(max) => write!(
-                f,
-                "printed more than {max} bytes, all that one render may take in from Helm \
-                 (limits.max_render_bytes), and was stopped"
-            ),
-        }
-    }
 }
 
 impl Helm {

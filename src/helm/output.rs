@@ -26,7 +26,7 @@ use std::time::SystemTime;
 use tracing::debug;
 
 use super::digest::BodyDigest;
-use super::Failure;
+use super::failure::Failure;
 use crate::process::Sink;
 use nyl_core::data::yaml;
 use nyl_core::expansion::manifest::{Doc, Output, Stored};

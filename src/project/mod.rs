@@ -2,8 +2,16 @@
 //! component directories. This is the shell's file I/O; everything it reads goes to the core as
 //! data.
 
+mod config;
+mod files;
 pub mod scan;
 pub mod schema_files;
+
+pub use config::parse_config;
+pub use files::{
+    holds_config, is_hidden, is_settings_file, is_yaml, not_regular, CONFIG_FILE, CONTRACT_FILE,
+    NESTED_CONFIG_FILE, SECRETS_FILES,
+};
 
 use std::collections::HashMap;
 use std::fs;
@@ -12,11 +20,13 @@ use std::sync::Arc;
 
 use tracing::debug;
 
+use config::{load_config, toml_to_node};
+use files::read_error;
+
 use nyl_core::data::diagnostics::{Code, Diagnostic};
-use nyl_core::data::provenance::{Catalog, FileId, Layer, Loc, ObjectRef, Prov};
+use nyl_core::data::provenance::{Catalog, FileId, Layer, Loc, ObjectRef};
 use nyl_core::data::value::{Node, Value};
 use nyl_core::data::yaml::{self, Document, Limits, Mode};
-use nyl_core::project::layouts;
 use nyl_core::project::objects::{
     self, ChartSource, Cluster, Config, DeploymentTarget, DocKind, Place, RemoteChart, Templating,
 };
@@ -24,33 +34,6 @@ use nyl_core::project::template;
 use nyl_core::values::coalesce::{self, ChartValues, Dependency, Import};
 use nyl_core::values::components::{self, Contract};
 use nyl_core::values::targets;
-
-pub const CONFIG_FILE: &str = "nyl.toml";
-
-/// Where Nyl also keeps nyl.toml, beside its configuration, at the root of a Git worktree: the
-/// project root is then the worktree's (apps may live anywhere in it), and the paths nyl.toml
-/// names are relative to `nyl/`, as in Nyl.
-pub const NESTED_CONFIG_FILE: &str = "nyl/nyl.toml";
-
-/// Whether `dir` holds a project's nyl.toml, at its root or in `nyl/`.
-pub fn holds_config(dir: &Path) -> bool {
-    dir.join(CONFIG_FILE).is_file() || dir.join(NESTED_CONFIG_FILE).is_file()
-}
-
-/// Where Nyl configures its secrets provider, beside nyl.toml.
-pub const SECRETS_FILES: [&str; 4] = [
-    "nyl-secrets.yaml",
-    "nyl-secrets.yml",
-    "nyl-secrets.json",
-    "nyl-secrets.toml",
-];
-
-/// The project's own settings files: their problems concern every target.
-pub fn is_settings_file(display_path: &str) -> bool {
-    let name = display_path.strip_prefix("nyl/").unwrap_or(display_path);
-    name == CONFIG_FILE || SECRETS_FILES.contains(&name)
-}
-pub const CONTRACT_FILE: &str = "nyl-component.yaml";
 
 /// A component an invocation's kind resolved to: a directory holding `Chart.yaml`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1095,248 +1078,6 @@ fn go_string(node: Option<&Node>) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(_) => node.map(|n| n.to_json().to_string()).unwrap_or_default(),
     }
-}
-
-/// `not_regular_file` for what stands where a file was expected.
-pub fn not_regular(meta: &fs::Metadata) -> Diagnostic {
-    let what = if meta.file_type().is_symlink() {
-        "a symbolic link"
-    } else {
-        "not a regular file"
-    };
-    Diagnostic::new(
-        Code::NotRegularFile,
-        format!("{what}: nyl reads only regular files, so nothing outside the repository is reached through a link"),
-    )
-}
-
-/// A name starting with `.`: other tools' files (Argo CD's `.argocd-source.yaml`), which no
-/// command reads from a directory.
-pub fn is_hidden(path: &Path) -> bool {
-    path.file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-}
-
-pub fn is_yaml(path: &Path) -> bool {
-    matches!(
-        path.extension().and_then(|e| e.to_str()),
-        Some("yaml" | "yml")
-    )
-}
-
-/// `nyl.toml`, its limits held to the operator's ceilings (`NYL_MAX_*`), with the warnings of
-/// limits it tried to raise.
-fn load_config(
-    root: &Path,
-    config_dir: &Path,
-    catalog: &mut Catalog,
-) -> Result<(Config, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let ceilings =
-        objects::Limits::ceilings(&|name| std::env::var(name).ok().filter(|v| !v.is_empty()))?;
-    let path = config_dir.join(CONFIG_FILE);
-    let display = path
-        .strip_prefix(root)
-        .unwrap_or(&path)
-        .display()
-        .to_string();
-    let file = catalog.add_file(display);
-    // A link is not followed (it could name any file of the machine), and the size is checked
-    // before reading, against the operator's ceiling since the file's own limits are not read yet.
-    let meta = fs::symlink_metadata(&path).map_err(|e| vec![read_error(&e, file)])?;
-    if !meta.file_type().is_file() {
-        return Err(vec![not_regular(&meta).at(Loc::new(file, 0))]);
-    }
-    if meta.len() > ceilings.max_file_bytes {
-        return Err(vec![Diagnostic::new(
-            Code::FileTooLarge,
-            format!(
-                "the file has {} bytes, more than {}",
-                meta.len(),
-                objects::Limits::describe("max_file_bytes", ceilings.max_file_bytes)
-            ),
-        )
-        .at(Loc::new(file, 0))]);
-    }
-    let text = fs::read_to_string(&path).map_err(|e| vec![read_error(&e, file)])?;
-    parse_config(&text, file, &ceilings)
-}
-
-/// Decodes and checks the text of `nyl.toml` (`file` is its id) under the operator's `ceilings`:
-/// everything of loading it but the reading, so it can be fuzzed without a project on disk.
-pub fn parse_config(
-    text: &str,
-    file: FileId,
-    ceilings: &objects::Limits,
-) -> Result<(Config, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let (config, warnings) =
-        objects::config(&toml_to_node(text, file).map_err(|d| vec![d])?, ceilings)?;
-    let mut problems = alias_problems(&config);
-    problems.extend(search_path_problems(&config));
-    problems.extend(layout_problems(&config));
-    if problems.is_empty() {
-        Ok((config, warnings))
-    } else {
-        Err(problems)
-    }
-}
-
-/// A file that cannot be read: not UTF-8 is a problem of the input, anything else of the machine.
-fn read_error(e: &std::io::Error, file: FileId) -> Diagnostic {
-    let d = if e.kind() == std::io::ErrorKind::InvalidData {
-        Diagnostic::new(Code::YamlSyntax, "the file is not valid UTF-8")
-    } else {
-        Diagnostic::new(Code::IoError, format!("cannot read: {e}"))
-    };
-    d.at(Loc::new(file, 0))
-}
-
-/// Search paths must stay inside the project: relative, and no `..`.
-fn search_path_problems(config: &Config) -> Vec<Diagnostic> {
-    let paths = config
-        .components_search_paths
-        .iter()
-        .chain(&config.targets_search_paths)
-        .chain(&config.helm_chart_search_paths);
-    paths
-        .filter(|p| Path::new(p).is_absolute() || p.split(['/', '\\']).any(|s| s == ".."))
-        .map(|p| {
-            Diagnostic::new(
-                Code::PathOutsideProject,
-                format!("search path {p:?} must be relative to the project root, without '..'"),
-            )
-            .object(CONFIG_FILE)
-        })
-        .collect()
-}
-
-/// Layouts whose templates use placeholders their app pattern does not bind, or that share a name.
-fn layout_problems(config: &Config) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    let mut names = HashMap::new();
-    for (layout, loc) in &config.layouts {
-        if let Some(first) = names.insert(layout.name.as_str(), *loc) {
-            out.push(
-                Diagnostic::new(
-                    Code::LayoutOverlap,
-                    format!("two layouts are named {:?}", layout.name),
-                )
-                .at(*loc)
-                .related(first)
-                .object(CONFIG_FILE),
-            );
-        }
-        let bound = layouts::placeholders(&layout.app);
-        let templates = [
-            Some(&layout.id),
-            Some(&layout.chart),
-            layout.target.as_ref(),
-            layout.namespace.as_ref(),
-            layout.release.as_ref(),
-        ]
-        .into_iter()
-        .flatten()
-        .chain(&layout.values);
-        for template in templates {
-            for name in layouts::placeholders(template)
-                .into_iter()
-                .filter(|n| !bound.contains(n))
-            {
-                out.push(
-                    Diagnostic::new(
-                        Code::UnresolvedPlaceholder,
-                        format!(
-                            "layout {:?}: {template:?} uses {{{name}}}, which its app pattern {:?} does not bind",
-                            layout.name, layout.app
-                        ),
-                    )
-                    .at(*loc)
-                    .object(CONFIG_FILE),
-                );
-            }
-        }
-    }
-    out
-}
-
-fn alias_problems(config: &Config) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    for (alias, (to, loc)) in &config.aliases {
-        let result = if RemoteChart::is_shortcut(to) {
-            RemoteChart::parse_checked(to, Code::InvalidField).map(drop)
-        } else {
-            objects::check_component_path(to)
-                .map_err(|why| Diagnostic::new(Code::InvalidField, why))
-        };
-        if let Err(d) = result {
-            out.push(
-                Diagnostic::new(d.code, format!("alias {alias:?}: {}", d.message))
-                    .at(*loc)
-                    .object(CONFIG_FILE),
-            );
-        }
-    }
-    out
-}
-
-/// Turns TOML into the value tree, with line numbers, so `nyl.toml` is checked by the same strict
-/// shapes as every YAML kind.
-fn toml_to_node(text: &str, file: FileId) -> Result<Node, Diagnostic> {
-    use toml::de::{DeTable, DeValue};
-    // Where each line starts, found once: a line is then a binary search, not a count from the
-    // start for every key.
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-        .collect();
-    // An error at the end of the text is on its last line, not the one after.
-    let last = (starts.len() - usize::from(text.ends_with('\n'))).max(1);
-    let line_of = |offset: usize| starts.partition_point(|&s| s <= offset).min(last) as u32;
-    let table = DeTable::parse(text).map_err(|e| {
-        let line = e.span().map_or(0, |s| line_of(s.start));
-        Diagnostic::new(Code::YamlSyntax, format!("invalid TOML: {}", e.message()))
-            .at(Loc::new(file, line))
-    })?;
-    fn convert(
-        value: &DeValue<'_>,
-        line: u32,
-        file: FileId,
-        line_of: &dyn Fn(usize) -> u32,
-    ) -> Node {
-        let prov = Prov::written(Loc::new(file, line));
-        let value = match value {
-            DeValue::String(s) => Value::String(s.to_string()),
-            DeValue::Boolean(b) => Value::Bool(*b),
-            DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix()).map_or_else(
-                |_| Value::String(i.as_str().to_string()),
-                |n| Value::Number(n.into()),
-            ),
-            DeValue::Float(f) => Value::String(f.as_str().to_string()),
-            DeValue::Datetime(d) => Value::String(d.to_string()),
-            DeValue::Array(items) => Value::Seq(
-                items
-                    .iter()
-                    .map(|v| convert(v.get_ref(), line_of(v.span().start), file, line_of))
-                    .collect(),
-            ),
-            DeValue::Table(table) => Value::Map(
-                table
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.get_ref().to_string(),
-                            convert(v.get_ref(), line_of(k.span().start), file, line_of),
-                        )
-                    })
-                    .collect(),
-            ),
-        };
-        Node::new(value, prov)
-    }
-    Ok(convert(
-        &DeValue::Table(table.into_inner()),
-        1,
-        file,
-        &line_of,
-    ))
 }
 
 /// A targets file read and not parsed: what a run for one target needs to know of it is whether

@@ -3,6 +3,7 @@
 //! the few fields nyl must look at.
 
 mod json;
+mod lines;
 mod read;
 mod scan;
 mod split;
@@ -20,32 +21,6 @@ pub use write::to_yaml;
 /// `s` as a YAML scalar that reads back as the string `s` (plain when that is safe).
 pub fn scalar(s: &str) -> String {
     write::quoted_if_needed(s)
-}
-
-/// The lines of `text` with their line breaks: `\n`, `\r\n`, or a `\r` alone, as YAML reads them.
-/// `memchr` finds the breaks: splitting and scanning Helm's output is most of a cold render.
-fn lines_inclusive(text: &str) -> impl Iterator<Item = &str> {
-    let mut start = 0;
-    std::iter::from_fn(move || {
-        if start >= text.len() {
-            return None;
-        }
-        let end = line_end(text.as_bytes(), start);
-        let line = &text[start..end];
-        start = end;
-        Some(line)
-    })
-}
-
-/// Where the line that starts at `start` ends, its line break included.
-fn line_end(bytes: &[u8], start: usize) -> usize {
-    match memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
-        Some(i) if bytes[start + i] == b'\r' && bytes.get(start + i + 1) == Some(&b'\n') => {
-            start + i + 2
-        }
-        Some(i) => start + i + 1,
-        None => bytes.len(),
-    }
 }
 
 /// The first document of `text`, for unit tests.
@@ -71,27 +46,5 @@ impl Rng {
 
     pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn lines_are_split_as_split_inclusive_splits_them() {
-        for text in ["", "a", "a\n", "a\nb", "\n\nb\n", "é\r\nü\n\n"] {
-            assert_eq!(
-                super::lines_inclusive(text).collect::<Vec<_>>(),
-                text.split_inclusive('\n').collect::<Vec<_>>(),
-                "{text:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_carriage_return_alone_ends_a_line() {
-        assert_eq!(
-            super::lines_inclusive("a\rb\r\nc\r").collect::<Vec<_>>(),
-            ["a\r", "b\r\n", "c\r"]
-        );
     }
 }

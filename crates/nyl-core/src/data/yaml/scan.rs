@@ -176,14 +176,14 @@ fn lines(doc: &str, follow: bool) -> Option<Vec<Line<'_>>> {
                 .get(offset..=offset + b)
                 .is_some_and(|s| s.iter().all(|c| *c == b' '))
             {
-                offset = super::line_end(bytes, offset);
+                offset = super::lines::line_end(bytes, offset);
             }
             if offset >= doc.len() {
                 break;
             }
         }
         let start = offset;
-        offset = super::line_end(bytes, start);
+        offset = super::lines::line_end(bytes, start);
         let raw = &doc[start..offset];
         if start < spanned {
             const READ: [&str; 4] = ["apiVersion:", "kind:", "metadata:", "spec:"];
@@ -322,7 +322,7 @@ fn skip_deep(doc: &str, mut at: usize, special: &mut [Next; 3]) -> Option<usize>
             at = newline;
             continue;
         }
-        let end = super::line_end(bytes, at);
+        let end = super::lines::line_end(bytes, at);
         let line = &bytes[at..end];
         let indent = line.iter().position(|b| *b != b' ').unwrap_or(line.len());
         let text = doc[at..end].trim_end_matches(['\n', '\r']);
@@ -375,14 +375,14 @@ fn skip_deep(doc: &str, mut at: usize, special: &mut [Next; 3]) -> Option<usize>
 fn spanned_end(doc: &str, from: usize, indent: usize) -> Option<usize> {
     let bytes = doc.as_bytes();
     let close = from + closes(&doc[from..])?;
-    let end = super::line_end(bytes, close);
+    let end = super::lines::line_end(bytes, close);
     let after = doc[close..end].trim_end_matches(['\n', '\r']);
     let after = after.trim_start_matches([' ', '\t']);
     if !(after.is_empty() || after.starts_with('#')) {
         return None;
     }
-    let next = super::line_end(bytes, from);
-    let deeper = super::lines_inclusive(&doc[next..end]).all(|line| {
+    let next = super::lines::line_end(bytes, from);
+    let deeper = super::lines::lines_inclusive(&doc[next..end]).all(|line| {
         let text = line.trim_end_matches(['\n', '\r']);
         let spaces = text.len() - text.trim_start_matches(' ').len();
         text.trim().is_empty() || (spaces > indent && !text[spaces..].starts_with('\t'))

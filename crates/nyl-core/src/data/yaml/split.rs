@@ -118,7 +118,7 @@ pub fn split(text: &str) -> Vec<Piece> {
                 break;
             }
         }
-        let end = super::line_end(bytes, offset);
+        let end = super::lines::line_end(bytes, offset);
         let line = &text[offset..end];
         if line.starts_with("---") && marker(line, "---") {
             if open.content || open.marked {
@@ -186,7 +186,7 @@ pub fn cut(text: &str) -> Option<usize> {
     // `memrchr`, as a reverse substring search is slow over the megabyte held.
     let starts = memchr::memrchr_iter(b'\n', &bytes[..complete - 1]).map(|i| i + 1);
     starts
-        .filter(|&at| marker(&text[at..super::line_end(bytes, at)], "---"))
+        .filter(|&at| marker(&text[at..super::lines::line_end(bytes, at)], "---"))
         .find(|&at| starts_content(text, at, complete) && ends_content(text, at))
 }
 
@@ -195,7 +195,7 @@ pub fn cut(text: &str) -> Option<usize> {
 /// `...`). Any content line counts but a `%` line, which is content only in the piece its own
 /// `---` starts and is passed over here.
 fn starts_content(text: &str, at: usize, end: usize) -> bool {
-    super::lines_inclusive(&text[at..end]).any(|line| {
+    super::lines::lines_inclusive(&text[at..end]).any(|line| {
         if marker(line, "---") {
             marker_content(line)
         } else {
@@ -290,7 +290,7 @@ fn output_text(
     }
     // The directives are the `%` lines before the document begins (its `---` or its content).
     let mut begun = false;
-    for line in super::lines_inclusive(source) {
+    for line in super::lines::lines_inclusive(source) {
         begun |= is_content(line) && !line.starts_with('%');
         if begun || !line.starts_with('%') {
             piece.push_str(line);
