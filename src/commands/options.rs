@@ -4,7 +4,6 @@
 
 use std::io::{self, IsTerminal, Read};
 use std::path::{Path, PathBuf};
-
 use std::time::Duration;
 
 use clap::ValueEnum;
@@ -78,7 +77,7 @@ const STDIN: &str = "<stdin>";
 
 /// Reads the values files of `-f`, in order (`-` is stdin, read once): every problem, or the
 /// sources, each bounded by the operator's `max_file_bytes`.
-pub(super) fn read_values_files(files: &[PathBuf]) -> Result<Vec<RuntimeValues>, Vec<Diagnostic>> {
+fn read_values_files(files: &[PathBuf]) -> Result<Vec<RuntimeValues>, Vec<Diagnostic>> {
     let max = Limits::ceilings(&|k| std::env::var(k).ok())
         .unwrap_or_default()
         .max_file_bytes;
@@ -159,7 +158,7 @@ fn open_error(file: &Path, e: &io::Error) -> Diagnostic {
 pub(super) struct NamespaceArg {
     /// Namespace for releases that set none [default: $ARGOCD_APP_NAMESPACE, else "default"].
     #[arg(short = 'n', long = "namespace", value_name = "NS")]
-    pub(super) namespace: Option<String>,
+    namespace: Option<String>,
 }
 
 impl NamespaceArg {
@@ -177,19 +176,19 @@ impl NamespaceArg {
 pub(super) struct ContextArgs {
     /// The DeploymentTarget (or, when none has the name, the Cluster) whose values feed imports.
     #[arg(long, env = "NYL_TARGET", value_name = "NAME")]
-    pub(super) target: Option<String>,
+    target: Option<String>,
     #[command(flatten)]
-    pub(super) namespace: NamespaceArg,
+    namespace: NamespaceArg,
     /// A values file for the app's one release, as Helm's: repeatable, each over the ones before
     /// (maps merge, anything else replaces); `-` reads stdin.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
-    pub(super) values: Vec<PathBuf>,
+    values: Vec<PathBuf>,
     /// Values as a YAML string, over the values files.
     #[arg(long = "values-yaml", value_name = "YAML")]
-    pub(super) values_yaml: Option<String>,
+    values_yaml: Option<String>,
     /// Runtime target values (a YAML string), merged over the effective target values.
     #[arg(long = "target-values", value_name = "YAML")]
-    pub(super) target_values: Option<String>,
+    target_values: Option<String>,
 }
 
 impl ContextArgs {
@@ -212,16 +211,16 @@ impl ContextArgs {
 #[derive(clap::Args, Debug)]
 pub(super) struct InputArgs {
     #[command(flatten)]
-    pub(super) context: ContextArgs,
+    context: ContextArgs,
     /// Invocation files, directories of an app, layout app directories, or layout app ids
     /// (`prod.*.cert-manager`); with --target, a directory that is no app itself stands for the
     /// target's apps below it [default: with --target, every app of the target; else "."].
-    pub(super) paths: Vec<PathBuf>,
+    paths: Vec<PathBuf>,
 }
 
 impl InputArgs {
     /// The request, and whether it may be for the apps of its target: a target, and no paths or
-    /// only directories (which [`whole_target`] then decides).
+    /// only directories (which [`super::whole_target`] then decides).
     pub(super) fn request(self) -> Result<(Request, bool), Vec<Diagnostic>> {
         let whole_target = self.context.target.is_some() && self.paths.iter().all(|p| p.is_dir());
         let paths = if self.paths.is_empty() && !whole_target {
@@ -239,13 +238,13 @@ pub(super) struct EngineArgs {
     /// Helm renders (and apps, for validate and render-tree) to run at once [default: the
     /// available cores]; NYL_JOBS sets it where no flag can be given (the Argo CD sidecar).
     #[arg(short = 'j', long = "jobs", env = "NYL_JOBS", value_parser = clap::value_parser!(u64).range(1..))]
-    pub(super) jobs: Option<u64>,
+    jobs: Option<u64>,
     /// Neither read nor write the render cache.
     #[arg(long, conflicts_with = "refresh")]
-    pub(super) no_cache: bool,
+    no_cache: bool,
     /// Render again and overwrite the cache entries, without reading them.
     #[arg(long)]
-    pub(super) refresh: bool,
+    refresh: bool,
     /// Seconds one release may spend in Helm (its `helm template`, after a remote chart's `helm pull`)
     /// before it is stopped; `limits.helm_timeout_seconds` in nyl.toml can only lower it.
     #[arg(
@@ -255,7 +254,7 @@ pub(super) struct EngineArgs {
         default_value_t = helm::DEFAULT_TIMEOUT.as_secs(),
         value_parser = clap::value_parser!(u64).range(1..)
     )]
-    pub(super) helm_timeout: u64,
+    helm_timeout: u64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

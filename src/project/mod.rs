@@ -1,6 +1,6 @@
-//! The project on disk: finding its root, reading `nyl.toml`, the targets, app files and
-//! component directories. This is the shell's file I/O; everything it reads goes to the core as
-//! data.
+//! The project on disk: finding its root, reading `nyl.toml` ([`config`]), the targets, app files
+//! and component directories. This is the shell's file I/O; everything it reads goes to the core
+//! as data.
 
 mod config;
 mod files;
